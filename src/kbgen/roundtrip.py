@@ -1,0 +1,132 @@
+"""Write changed frontmatter keys back into a file without touching anything else.
+
+Each top-level key kbgen changes is cut out of the original frontmatter text by line and replaced
+with freshly dumped YAML (ruamel, round-trip style); keys it does not change keep their exact
+lines, comments included, and the body keeps its exact bytes. New keys go at the end of the block.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+
+from kbgen.store import Source, atomic_write, encode
+
+
+def plain(value: Any) -> Any:
+    """Turn models, enums and tuples into the plain values YAML can write."""
+    if isinstance(value, BaseModel):
+        dumped = value.model_dump(mode="python", by_alias=True, exclude_defaults=True)
+        return plain(dumped)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def _literal_multiline(value: Any) -> Any:
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    if isinstance(value, str) and "\n" in value:
+        return LiteralScalarString(value if value.endswith("\n") else value + "\n")
+    if isinstance(value, dict):
+        return {k: _literal_multiline(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_literal_multiline(v) for v in value]
+    return value
+
+
+def dump_keys(values: dict[str, Any]) -> str:
+    """Dump ``{key: value}`` as a YAML block (``\\n`` newlines, trailing newline)."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt", pure=True)
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.default_flow_style = False
+    for kind in (dt.datetime, dt.date):
+        yaml.representer.add_representer(kind, _represent_time)
+    out = io.StringIO()
+    yaml.dump({k: _literal_multiline(plain(v)) for k, v in values.items()}, out)
+    return out.getvalue()
+
+
+def _represent_time(representer: Any, value: dt.date) -> Any:
+    text = value.isoformat() if not isinstance(value, dt.datetime) else value.isoformat(timespec="seconds")
+    return representer.represent_scalar("tag:yaml.org,2002:timestamp", text)
+
+
+def _key_spans(source: Source) -> dict[str, tuple[int, int]]:
+    """Top-level key → (first, end) line indexes within the frontmatter text, end exclusive."""
+    lines = source.parsed.fm_text.split("\n")
+    starts = source.parsed.key_lines.get(id(source.parsed.data), {})
+    # the frontmatter text begins right after the opening '---', on the same line
+    order = sorted((line, key) for key, line in starts.items() if isinstance(key, str))
+    spans: dict[str, tuple[int, int]] = {}
+    for index, (first, key) in enumerate(order):
+        end = order[index + 1][0] if index + 1 < len(order) else len(lines)
+        while end - 1 > first and _is_trivia(lines[end - 1]):
+            end -= 1
+        spans[key] = (first, end)
+    return spans
+
+
+def _is_trivia(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def splice(source: Source, changes: dict[str, Any]) -> str:
+    """The file's text with ``changes`` written into its frontmatter (same newline style)."""
+    lines = source.parsed.fm_text.split("\n")
+    spans = _key_spans(source)
+    replaced: dict[int, tuple[int, list[str]]] = {}
+    appended: list[str] = []
+    for key, value in changes.items():
+        block = dump_keys({key: value}).rstrip("\n").split("\n")
+        if key in spans:
+            first, end = spans[key]
+            replaced[first] = (end, block)
+        else:
+            appended.extend(block)
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if index in replaced:
+            end, block = replaced[index]
+            out.extend(block)
+            index = end
+        else:
+            out.append(lines[index])
+            index += 1
+    if appended:
+        # the frontmatter text ends with the newline before the closing '---'
+        tail = out.pop() if out and out[-1] == "" else None
+        out.extend(appended)
+        if tail is not None:
+            out.append(tail)
+    fm_text = "\n".join(line.rstrip("\r") for line in out)
+    if source.newline == "\r\n":
+        fm_text = fm_text.replace("\n", "\r\n")
+    text = source.text
+    fm_end = source.parsed.fm_start + len(source.parsed.fm_text)
+    return text[: source.parsed.fm_start] + fm_text + text[fm_end:]
+
+
+def save_changes(source: Source, changes: dict[str, Any]) -> bool:
+    """Splice ``changes`` into the file atomically; False when nothing would change.
+
+    Raises ConflictError if the file changed on disk since ``source`` was read.
+    """
+    text = splice(source, changes)
+    if text == source.text:
+        return False
+    atomic_write(source.path, encode(text, bom=source.bom), expect_digest=source.digest)
+    return True

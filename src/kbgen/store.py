@@ -1,0 +1,300 @@
+"""Find the KB, load its files into validated records, and write files back safely.
+
+Reads go through libyaml (fast); writes splice only the frontmatter keys kbgen owns into the
+original text, so the body's bytes and every other line a person wrote stay exactly as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
+from kbgen.models import BUG_ID_RE, FOLDERS, KINDS, SLUG_RE, Bug, ErrorType, Fix, RootCause
+from kbgen.yamlio import FrontmatterError, Parsed, parse_document, validation_problems
+
+#: Entries larger than this are refused unread: a KB record is prose, not a log dump.
+MAX_ENTRY_BYTES = 2 * 1024 * 1024
+KB_ENV = "KBGEN_KB"
+BOM = "\ufeff"
+
+
+@dataclass(frozen=True)
+class Project:
+    """A folder holding ``kb/`` (and, optionally, ``templates/`` and ``mkdocs.yml``)."""
+
+    root: Path
+
+    @property
+    def kb(self) -> Path:
+        return self.root / "kb"
+
+    def folder(self, kind: str) -> Path:
+        return self.kb / FOLDERS[kind]
+
+    @property
+    def probes(self) -> Path:
+        return self.kb / "probes"
+
+    def rel(self, path: Path) -> str:
+        return relpath(path, self.root)
+
+
+def find_project(start: Path | None = None, override: str | os.PathLike[str] | None = None) -> Project:
+    """Walk up from ``start`` to the first folder with a ``kb/``; ``override``/$KBGEN_KB win."""
+    chosen = override or os.environ.get(KB_ENV)
+    if chosen:
+        path = Path(chosen).expanduser().resolve()
+        if path.name == "kb" and path.is_dir():
+            return Project(path.parent)
+        if (path / "kb").is_dir():
+            return Project(path)
+        raise KbNotFoundError(
+            f"{chosen}: no kb/ folder there", hint="point --kb (or $KBGEN_KB) at a project or its kb/"
+        )
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "kb").is_dir():
+            return Project(folder)
+    raise KbNotFoundError(
+        f"no kb/ folder in {here} or any folder above it",
+        hint="run kbgen inside a project, or pass --kb PATH (or set $KBGEN_KB)",
+    )
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class Source:
+    """What was read from disk, kept so a later write can splice and detect conflicts."""
+
+    path: Path
+    digest: str
+    text: str
+    parsed: Parsed
+    bom: bool
+    newline: str
+
+    @property
+    def body(self) -> str:
+        return self.parsed.body
+
+
+@dataclass
+class Entry:
+    record: Any  # ErrorType | RootCause | Fix | Bug
+    source: Source
+
+    @property
+    def path(self) -> Path:
+        return self.source.path
+
+
+def check_id(value: str, kind: str) -> str:
+    """Refuse anything that is not a plain id before it can become part of a path."""
+    pattern = BUG_ID_RE if kind == "bug" else SLUG_RE
+    if not re.fullmatch(pattern, value or ""):
+        shape = "BUG-YYYYMMDD-NNN" if kind == "bug" else "lowercase letters, digits and dashes"
+        raise UnknownIdError(f"{value!r} is not a valid {kind} id (expected {shape})")
+    return value
+
+
+def read_source(path: Path, rel: str) -> Source:
+    """Read and parse one file; raise EntryError with the file and line when it is broken."""
+    try:
+        if path.is_symlink() and not path.exists():
+            raise EntryError([Problem(rel, None, None, "broken or looping symbolic link", code="io")])
+        size = path.stat().st_size
+        if size > MAX_ENTRY_BYTES:
+            raise EntryError(
+                [Problem(rel, None, None, f"file is {size:,} bytes; entries are limited to "
+                         f"{MAX_ENTRY_BYTES:,} (move long logs into an attachment)", code="io")]
+            )
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise EntryError([Problem(rel, None, None, f"cannot read: {exc.strerror or exc}", code="io")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise EntryError(
+            [Problem(rel, line, None, f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; "
+                     "save the file as UTF-8", code="encoding")]
+        ) from None
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    try:
+        parsed = parse_document(text)
+    except FrontmatterError as exc:
+        raise EntryError([Problem(rel, exc.line, None, str(exc), code="frontmatter")]) from None
+    newline = "\r\n" if "\r\n" in parsed.fm_text or text.startswith("---\r\n") else "\n"
+    return Source(path, hashlib.sha256(raw).hexdigest(), text, parsed, bom, newline)
+
+
+def build_record(source: Source, model: type[BaseModel], rel: str) -> Any:
+    try:
+        return model.model_validate(source.parsed.data)
+    except ValidationError as exc:
+        raise EntryError(validation_problems(exc, source.parsed, rel, model)) from None
+
+
+def read_entry(path: Path, kind: str, project: Project) -> Entry:
+    """Read and validate one record of ``kind``; raise EntryError listing every problem."""
+    rel = project.rel(path)
+    source = read_source(path, rel)
+    record = build_record(source, KINDS[kind], rel)
+    if record.id != path.stem:
+        line = source.parsed.line_of(("id",))
+        raise EntryError(
+            [Problem(rel, line, "id", f"'{record.id}' does not match the file name '{path.name}'; "
+                     f"rename the file to {record.id}.md or fix the id", code="id-mismatch")]
+        )
+    return Entry(record, source)
+
+
+@dataclass
+class Kb:
+    """Every loaded record by kind and id, plus the problems found while loading."""
+
+    project: Project
+    errors: dict[str, Entry] = field(default_factory=dict)
+    causes: dict[str, Entry] = field(default_factory=dict)
+    fixes: dict[str, Entry] = field(default_factory=dict)
+    bugs: dict[str, Entry] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    #: bug id -> every file that claims it (more than one after two branches merge)
+    claims: dict[str, list[Path]] = field(default_factory=dict)
+
+    def of(self, kind: str) -> dict[str, Entry]:
+        return {"error": self.errors, "cause": self.causes, "fix": self.fixes, "bug": self.bugs}[kind]
+
+    def resolve_bug(self, bug_id: str) -> Entry:
+        """The bug with this id or alias; UnknownIdError names close ids when there is none."""
+        check_id(bug_id, "bug")
+        if bug_id in self.bugs:
+            return self.bugs[bug_id]
+        for entry in self.bugs.values():
+            if bug_id in entry.record.aliases:
+                return entry
+        raise UnknownIdError(
+            f"no bug {bug_id} in {self.project.rel(self.project.folder('bug'))}",
+            hint="`kbgen list` shows the bugs there are",
+        )
+
+    @property
+    def error_types(self) -> dict[str, ErrorType]:
+        return {k: e.record for k, e in self.errors.items()}
+
+    @property
+    def root_causes(self) -> dict[str, RootCause]:
+        return {k: e.record for k, e in self.causes.items()}
+
+    @property
+    def fix_records(self) -> dict[str, Fix]:
+        return {k: e.record for k, e in self.fixes.items()}
+
+    @property
+    def bug_records(self) -> dict[str, Bug]:
+        return {k: e.record for k, e in self.bugs.items()}
+
+
+def entry_files(folder: Path) -> Iterator[Path]:
+    """The ``*.md`` files directly in ``folder``, sorted; sub-folders and links to folders skipped."""
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise KbgenError(f"{folder}: cannot list: {exc.strerror}") from None
+    for name in names:
+        if name.endswith(".md") and not name.startswith("."):
+            path = folder / name
+            if not path.is_dir():
+                yield path
+
+
+def load_kb(project: Project) -> Kb:
+    """Load every record; problems are collected in ``kb.problems``, never raised one by one."""
+    kb = Kb(project)
+    if not project.kb.is_dir():
+        raise KbNotFoundError(f"{project.kb}: not a folder")
+    for kind in ("error", "cause", "fix", "bug"):
+        for path in entry_files(project.folder(kind)):
+            try:
+                entry = read_entry(path, kind, project)
+            except EntryError as exc:
+                kb.problems.extend(exc.problems)
+                continue
+            if kind == "bug":
+                kb.claims.setdefault(entry.record.id, []).append(path)
+            kb.of(kind).setdefault(entry.record.id, entry)
+    return kb
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def atomic_write(path: Path, data: bytes, *, expect_digest: str | None = None, exclusive: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temporary file, fsync and rename.
+
+    ``expect_digest``: refuse (ConflictError) when the file on disk no longer has this sha256.
+    ``exclusive``: create only; fail with FileExistsError when ``path`` exists (hard link).
+    """
+    from kbgen.errors import ConflictError
+
+    folder = path.parent
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise KbgenError(
+            f"{folder}: cannot write here: {exc.strerror}", hint="check the folder's permissions"
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if exclusive:
+            os.link(tmp, path)  # atomic and exclusive: fails if the name was taken meanwhile
+        else:
+            if expect_digest is not None:
+                current = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+                if current != expect_digest:
+                    raise ConflictError(
+                        f"{path}: changed on disk since kbgen read it; nothing was written",
+                        hint="run the command again to work from the new version",
+                    )
+            os.replace(tmp, path)
+            tmp = ""
+    except OSError as exc:
+        if isinstance(exc, FileExistsError):
+            raise
+        raise KbgenError(f"{path}: cannot write: {exc.strerror}") from None
+    finally:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def encode(text: str, *, bom: bool = False) -> bytes:
+    return (BOM + text if bom else text).encode("utf-8")

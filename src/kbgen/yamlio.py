@@ -1,0 +1,203 @@
+"""Read frontmatter fast (libyaml) with the line of every key; turn pydantic errors into lines.
+
+The read path uses python-frontmatter's YAML handler to find the block and libyaml's
+``CSafeLoader`` to parse it. A subclass of the loader records the line of every mapping key
+and rejects duplicate keys, which plain PyYAML silently overwrites.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+try:  # libyaml is on every platform that ships PyYAML wheels; the fallback is only slower.
+    from yaml import CSafeLoader as _BaseLoader
+except ImportError:  # pragma: no cover
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+from pydantic import BaseModel, ValidationError
+
+from kbgen.errors import Problem
+
+_HANDLER = YAMLHandler()
+
+
+class FrontmatterError(ValueError):
+    """The frontmatter block itself is broken; ``line`` is 1-based within the file."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class _LineLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """CSafeLoader that remembers each key's line and refuses duplicate keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.key_lines: dict[int, dict[Any, int]] = {}
+        self._pending: dict[int, dict[Any, int]] = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        self.flatten_mapping(node)
+        mapping: dict[Any, Any] = {}
+        lines: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a plain value", key_node.start_mark
+                ) from None
+            if key in mapping:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first on line {lines[key] + 1} of the block)",
+                    key_node.start_mark,
+                )
+            mapping[key] = self.construct_object(value_node, deep=deep)
+            lines[key] = key_node.start_mark.line
+        self._pending[id(node)] = lines
+        return mapping
+
+    def construct_yaml_map(self, node: yaml.MappingNode) -> Any:
+        data: dict[Any, Any] = {}
+        yield data
+        data.update(self.construct_mapping(node))
+        self.key_lines[id(data)] = self._pending.pop(id(node), {})
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_yaml_map)
+
+
+@dataclass
+class Parsed:
+    """A split and parsed file: frontmatter data, body text and where each part lies."""
+
+    data: dict[str, Any]
+    body: str
+    fm_text: str
+    fm_start: int  # character offset of the frontmatter text in the file
+    fm_first_line: int  # 1-based file line of the frontmatter's first line
+    body_start: int  # character offset of the body
+    key_lines: dict[int, dict[Any, int]] = field(repr=False, default_factory=dict)
+
+    def line_of(self, loc: tuple[int | str, ...]) -> int | None:
+        """The file line of the deepest key of ``loc`` that can be found, or None."""
+        node: Any = self.data
+        found: int | None = None
+        for part in loc:
+            if isinstance(node, dict):
+                lines = self.key_lines.get(id(node), {})
+                if part in lines:
+                    found = self.fm_first_line + lines[part]
+                node = node.get(part)  # type: ignore[call-overload]
+            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+                node = node[part]
+            else:
+                break
+        return found
+
+
+def split_frontmatter(text: str) -> tuple[str, int, int]:
+    """Return ``(frontmatter, fm_start, body_start)``; raise FrontmatterError when broken."""
+    if not text.strip():
+        raise FrontmatterError("the file is empty; it needs a frontmatter block between '---' lines", 1)
+    if not _HANDLER.detect(text):
+        raise FrontmatterError(
+            "no frontmatter: the file must start with a '---' line, then YAML keys, then '---'", 1
+        )
+    boundary = _HANDLER.FM_BOUNDARY
+    assert boundary is not None
+    opening = boundary.match(text)
+    assert opening is not None
+    closing = boundary.search(text, opening.end() + 1)
+    if closing is None:
+        raise FrontmatterError("unclosed frontmatter: the opening '---' has no closing '---' line", 1)
+    fm_start = opening.end()
+    body_start = closing.end()
+    if text.startswith("\r\n", body_start):
+        body_start += 2
+    elif text.startswith("\n", body_start):
+        body_start += 1
+    return text[fm_start : closing.start()], fm_start, body_start
+
+
+def parse_document(text: str) -> Parsed:
+    """Split ``text`` and parse its frontmatter, keeping the line of every key."""
+    fm_text, fm_start, body_start = split_frontmatter(text)
+    first_line = text.count("\n", 0, fm_start) + 1
+    loader = _LineLoader(fm_text)
+    try:
+        data = loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + mark.line if mark is not None else None
+        problem = exc.problem or str(exc)
+        if "\t" in fm_text and "tab" in problem.lower() or "found character '\\t'" in problem:
+            problem += " (YAML indentation must use spaces, not tabs)"
+        raise FrontmatterError(f"invalid YAML: {problem}", line) from None
+    except yaml.YAMLError as exc:
+        raise FrontmatterError(f"invalid YAML: {exc}", first_line) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise FrontmatterError("the frontmatter block is empty", first_line)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a single {type(data).__name__} value"
+        raise FrontmatterError(f"the frontmatter must be a mapping of keys, not {kind}", first_line)
+    return Parsed(data, text[body_start:], fm_text, fm_start, first_line, body_start, loader.key_lines)
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """Names of the fields a model accepts at the mapping ``loc`` points into."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = getattr(current, "model_fields", {}).get(part)
+        if info is None:
+            return []
+        current = _inner_model(info.annotation)
+        if current is None:
+            return []
+    fields = getattr(current, "model_fields", {})
+    return [info.alias or name for name, info in fields.items()]
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def validation_problems(
+    exc: ValidationError, parsed: Parsed, path: str, model: type[BaseModel]
+) -> list[Problem]:
+    """One ``path:line: field: message`` problem per pydantic error, with a did-you-mean."""
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        where = ".".join(str(p) for p in loc) or None
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            choices = _fields_at(model, loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), choices, n=1)
+            message = "unknown key" + (f"; did you mean '{close[0]}'?" if close else "")
+        elif err["type"] == "enum":
+            expected = err.get("ctx", {}).get("expected", "")
+            message = f"must be one of {expected.replace(' or ', ', ')}".replace("'", "")
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        problems.append(Problem(path, parsed.line_of(loc) or parsed.fm_first_line, where, message))
+    return problems
