@@ -1,0 +1,227 @@
+"""Match a log against the KB's error signatures and rank the error types it shows.
+
+``triage_log`` streams the log (see :mod:`kbgen.triage.scan`), scores each error type by the
+weights of the signatures that matched, and puts a primary error ahead of the errors it causes:
+an error type lists in ``secondary_to`` the types that usually cause it, and when one of those
+appears earlier in the same log the later one is marked ``caused_by`` and ranked below it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kbgen.store import Kb
+from kbgen.triage.regexcheck import required_keywords, signature_problems
+from kbgen.triage.scan import MAX_LINE, ScanResult, Signature, SignatureHits, scan_log
+
+__all__ = [
+    "LogDraft",
+    "Match",
+    "TriageReport",
+    "draft_from_log",
+    "signature_problems",
+    "triage_log",
+]
+
+#: an extra matching line adds this share of a signature's weight, up to REPEAT_CAP lines
+REPEAT_BONUS = 0.1
+REPEAT_CAP = 5
+#: a secondary error keeps this share of its primary's score, so it ranks below it
+SECONDARY_SHARE = 0.5
+MAX_EXCERPT_LINES = 60
+MAX_EXCERPT_CHARS = 8000
+MAX_TITLE = 120
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LineHit(_Model):
+    number: int
+    text: str
+
+
+class Match(_Model):
+    """One error type the log shows, with the lines that gave it away."""
+
+    error: str
+    title: str
+    score: float
+    first_line: int
+    count: int
+    lines: list[LineHit]
+    caused_by: str | None = None
+    excerpt: list[str] = Field(default=[], exclude=True)
+
+
+class Skipped(_Model):
+    """A signature triage refused to run, and why."""
+
+    error: str
+    where: str
+    regex: str
+    reasons: list[str]
+
+
+class TriageReport(_Model):
+    source: str
+    lines: int
+    matches: list[Match]
+    skipped: list[Skipped] = []
+    tail: list[str] = Field(default=[], exclude=True)
+
+
+class LogDraft(_Model):
+    """What ``kbgen new-bug --from-log`` needs: a title, the error type, the redacted excerpt."""
+
+    title: str
+    error: str | None
+    message: str
+
+
+# --------------------------------------------------------------------------- signatures
+
+
+def compile_signatures(kb: Kb) -> tuple[list[Signature], list[Skipped]]:
+    """Every safe signature of every error type; unsafe ones are returned as skipped."""
+    compiled: list[Signature] = []
+    skipped: list[Skipped] = []
+    for error_id, entry in sorted(kb.errors.items()):
+        for index, signature in enumerate(entry.record.signatures):
+            problems = signature_problems(signature.regex)
+            if problems:
+                line = entry.source.parsed.line_of(("signatures", index, "regex"))
+                rel = kb.project.rel(entry.path)
+                where = f"{rel}:{line}" if line else rel
+                skipped.append(Skipped(error=error_id, where=where, regex=signature.regex, reasons=problems))
+                continue
+            keywords = required_keywords(signature.regex)
+            encoded = tuple(k.encode("ascii") for k in keywords) if keywords else None
+            compiled.append(
+                Signature(error_id, index, re.compile(signature.regex), signature.weight, encoded)
+            )
+    return compiled, skipped
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def triage_log(source: str, kb: Kb) -> TriageReport:
+    """Scan ``source`` (a path, or ``-`` for stdin) and rank the error types it matches."""
+    signatures, skipped = compile_signatures(kb)
+    scan = scan_log(source, signatures)
+    matches = rank(scan, kb)
+    name = "<stdin>" if source == "-" else source
+    return TriageReport(source=name, lines=scan.lines, matches=matches, skipped=skipped, tail=scan.tail)
+
+
+def rank(scan: ScanResult, kb: Kb) -> list[Match]:
+    """Matches best first: by score, with secondary errors placed below their primary."""
+    by_error: dict[str, list[SignatureHits]] = defaultdict(list)
+    for hits in scan.hits.values():
+        if hits.count:
+            by_error[hits.signature.error].append(hits)
+    matches = {error: _match(error, found, kb) for error, found in by_error.items()}
+    for match in sorted(matches.values(), key=lambda m: m.first_line):
+        primaries = [
+            matches[p]
+            for p in kb.errors[match.error].record.secondary_to
+            if p in matches and matches[p].first_line <= match.first_line and p != match.error
+        ]
+        if primaries:
+            primary = min(primaries, key=lambda m: m.first_line)
+            match.caused_by = primary.error
+            match.score = round(min(match.score, primary.score) * SECONDARY_SHARE, 2)
+    return sorted(matches.values(), key=lambda m: (-m.score, m.first_line, m.error))
+
+
+def _match(error: str, found: list[SignatureHits], kb: Kb) -> Match:
+    score = sum(h.signature.weight * (1 + REPEAT_BONUS * min(h.count - 1, REPEAT_CAP)) for h in found)
+    lines: dict[int, str] = {}
+    for hits in found:
+        for hit in hits.lines:
+            lines.setdefault(hit.number, hit.text)
+    first = min(found, key=lambda h: h.lines[0].number)
+    excerpt = [*_excerpt_start(first.before), first.lines[0].text, *_excerpt_end(first.after)]
+    return Match(
+        error=error,
+        title=kb.errors[error].record.title,
+        score=round(score, 2),
+        first_line=first.lines[0].number,
+        count=max(h.count for h in found),
+        lines=[LineHit(number=n, text=t) for n, t in sorted(lines.items())[:8]],
+        excerpt=excerpt,
+    )
+
+
+_CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+
+
+def _excerpt_start(before: list[str]) -> list[str]:
+    """The lines before an error worth keeping: back to the traceback (chain) that leads to it."""
+    tracebacks = [i for i, line in enumerate(before) if "Traceback (most recent call last)" in line]
+    if not tracebacks:
+        return before[-5:]
+    start = tracebacks[-1]
+    # a chained exception's first traceback is where the trouble began
+    for earlier in reversed(tracebacks[:-1]):
+        if not any(_CHAIN.search(line) for line in before[earlier:start]):
+            break
+        start = earlier
+    return before[start:]
+
+
+def _excerpt_end(after: list[str]) -> list[str]:
+    kept = []
+    for line in after:
+        if not line.strip():
+            break
+        kept.append(line)
+    return kept
+
+
+# --------------------------------------------------------------------------- drafts
+
+_EXCEPTION_LINE = re.compile(r"\b[\w.]*(?:Error|Exception|Fault)\b:?|\berror\b", re.IGNORECASE)
+# "[rank0]: ", "(RayWorker pid=12) ", glog's "E1109 23:04:01.123 4242 file.cc:12] "
+_LINE_PREFIX = re.compile(
+    r"^(?:\[[^\]]{0,60}\]:?\s*|\(\w+ pid=\d+[^)]*\)\s*|[EWI]\d{4} [\d:.]+ +\d+ \S+\] )+"
+)
+
+
+def draft_from_log(source: str, kb: Kb) -> LogDraft:
+    """A bug draft from a log: the primary error type, a title and a redacted error excerpt."""
+    from kbgen.redact import redact_text
+
+    report = triage_log(source, kb)
+    if report.matches:
+        top = report.matches[0]
+        excerpt, title_line, error = top.excerpt, top.lines[0].text, top.error
+        for line in top.lines:
+            if line.number == top.first_line:
+                title_line = line.text
+    else:
+        excerpt, error = report.tail[-20:], None
+        candidates = [line for line in excerpt if _EXCEPTION_LINE.search(line)]
+        title_line = candidates[-1] if candidates else next((x for x in reversed(excerpt) if x.strip()), "")
+    title = _title(redact_text(title_line)) or f"Error in {report.source}"
+    return LogDraft(title=title, error=error, message=redact_text(_bounded(excerpt)))
+
+
+def _title(line: str) -> str:
+    text = _LINE_PREFIX.sub("", line.strip()).strip()
+    if len(text) > MAX_TITLE:
+        text = text[: MAX_TITLE - 1].rstrip() + "…"
+    return text
+
+
+def _bounded(lines: list[str]) -> str:
+    kept = [line[:MAX_LINE] for line in lines[-MAX_EXCERPT_LINES:]]
+    text = "\n".join(kept).strip("\n")
+    if len(text) > MAX_EXCERPT_CHARS:
+        text = "…" + text[-(MAX_EXCERPT_CHARS - 1) :]
+    return text

@@ -1,0 +1,152 @@
+"""The two functions other commands build on: signature_problems and draft_from_log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kbgen.errors import KbgenError
+from kbgen.store import Kb, find_project, load_kb
+from kbgen.triage import LogDraft, draft_from_log, signature_problems
+
+OOM = """\
+---
+id: cuda-out-of-memory
+title: CUDA out of memory
+summary: The allocator could not find room.
+signatures:
+  - regex: 'CUDA out of memory\\. Tried to allocate'
+    weight: 5
+---
+"""
+
+TRACEBACK = """\
+epoch 3 step 120 loss 0.41
+epoch 3 step 121 loss 0.40
+Traceback (most recent call last):
+  File "/home/alice/ocr/train.py", line 88, in <module>
+    loss.backward()
+  File "/home/alice/ocr/models/loss/bce_loss.py", line 31, in forward
+    positive_count = int(positive.sum().item())
+torch.AcceleratorError: CUDA error: an illegal memory access was encountered
+CUDA kernel errors might be asynchronously reported at some other API call.
+
+wandb: syncing run with WANDB_API_KEY=abcd1234efgh5678
+"""
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(a+)+$", "nested quantifier"),
+        ("(.*)*x", "nested quantifier"),
+        (r"(?:\w+\s?)+!", "nested quantifier"),
+        ("(a|a)*b", "overlapping alternatives"),
+        (r"(.|\s)*end", "overlapping alternatives"),
+        (r"error.*.*end", "adjacent unbounded repeats"),
+        (r"x\s*\s*y", "adjacent unbounded repeats"),
+        ("[unclosed", "invalid regular expression"),
+        ("(?P<a>x)(?P<a>y)", "invalid regular expression"),
+        ("a*", "matches an empty line"),
+    ],
+)
+def test_signature_problems_names_the_unsafe_shape(pattern: str, reason: str) -> None:
+    problems = signature_problems(pattern)
+    assert any(p.startswith(reason) for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "CUDA error: an illegal memory access was encountered",
+        r"(?:RuntimeError|torch\.AcceleratorError): CUDA error: device-side assert triggered",
+        r"CUDA out of memory\. Tried to allocate [\d.]+ [GMK]iB",
+        r"(?:\w+\s)+error",  # the inner repeat is fenced by a character it cannot take
+        r"(\d{1,3}\.)+\d+",
+        r"NCCL (?:error|WARN).*unhandled (?:system|cuda) error",
+    ],
+)
+def test_signature_problems_accepts_ordinary_signatures(pattern: str) -> None:
+    assert signature_problems(pattern) == []
+
+
+def _project(make_tree: Callable[[dict[str, str | bytes]], Path], **logs: str) -> Path:
+    from conftest import ERROR_IMA
+
+    files: dict[str, str | bytes] = {
+        "kb/errors/cuda-illegal-memory-access.md": ERROR_IMA,
+        "kb/errors/cuda-out-of-memory.md": OOM,
+    }
+    files.update({f"logs/{name}.log": text for name, text in logs.items()})
+    return make_tree(files)
+
+
+def test_draft_from_log_picks_error_title_and_redacted_excerpt(
+    make_tree: Callable[[dict[str, str | bytes]], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", "/home/alice")
+    root = _project(make_tree, train=TRACEBACK)
+    kb = load_kb(find_project(root))
+    draft = draft_from_log(str(root / "logs/train.log"), kb)
+    assert draft == LogDraft(
+        title="torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        error="cuda-illegal-memory-access",
+        message="Traceback (most recent call last):\n"
+        '  File "~/ocr/train.py", line 88, in <module>\n'
+        "    loss.backward()\n"
+        '  File "~/ocr/models/loss/bce_loss.py", line 31, in forward\n'
+        "    positive_count = int(positive.sum().item())\n"
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call.",
+    )
+
+
+def test_draft_from_log_redacts_secrets_in_the_excerpt(
+    make_tree: Callable[[dict[str, str | bytes]], Path],
+) -> None:
+    log = "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 python train.py\n" + TRACEBACK.replace(
+        "CUDA kernel errors", "token=s3cr3tvalue99 CUDA kernel errors"
+    )
+    root = _project(make_tree, train=log)
+    draft = draft_from_log(str(root / "logs/train.log"), find_kb(root))
+    assert "s3cr3tvalue99" not in draft.message
+    assert "token=<redacted>" in draft.message
+
+
+def find_kb(root: Path) -> Kb:
+    return load_kb(find_project(root))
+
+
+def test_draft_from_log_without_a_match_keeps_the_log_tail(
+    make_tree: Callable[[dict[str, str | bytes]], Path],
+) -> None:
+    log = "starting\nloading shards\nValueError: checkpoint has no key 'encoder.weight' secret=hunter2222\n"
+    root = _project(make_tree, other=log)
+    draft = draft_from_log(str(root / "logs/other.log"), find_kb(root))
+    assert draft.error is None
+    assert draft.title == "ValueError: checkpoint has no key 'encoder.weight' secret=<redacted>"
+    assert draft.message == (
+        "starting\nloading shards\nValueError: checkpoint has no key 'encoder.weight' secret=<redacted>"
+    )
+
+
+def test_draft_from_log_bounds_the_excerpt(make_tree: Callable[[dict[str, str | bytes]], Path]) -> None:
+    frames = "".join(f'  File "lib{i}.py", line {i}, in f{i}\n    {"x" * 300}\n' for i in range(400))
+    log = (
+        "Traceback (most recent call last):\n"
+        + frames
+        + "RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n"
+    )
+    root = _project(make_tree, big=log)
+    draft = draft_from_log(str(root / "logs/big.log"), find_kb(root))
+    assert draft.error == "cuda-out-of-memory"
+    assert len(draft.message) <= 8000
+    assert draft.message.endswith("RuntimeError: CUDA out of memory. Tried to allocate 2 GiB")
+
+
+def test_draft_from_log_refuses_an_empty_log(make_tree: Callable[[dict[str, str | bytes]], Path]) -> None:
+    root = _project(make_tree, empty="\n  \n")
+    with pytest.raises(KbgenError, match=r"empty\.log: the log is empty"):
+        draft_from_log(str(root / "logs/empty.log"), find_kb(root))
