@@ -1,0 +1,109 @@
+"""Commands that bring outside material into the KB: triage a log, import Markdown reports."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import click
+
+from kbgen.cli.common import project_of
+
+if TYPE_CHECKING:
+    from kbgen.store import Kb
+    from kbgen.triage import Match, TriageReport
+
+_LIKELIHOOD_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+# --------------------------------------------------------------------------- triage
+
+
+@click.command()
+@click.argument("log", metavar="LOG")
+@click.option("--json", "as_json", is_flag=True, help="Print the ranking as JSON.")
+@click.option("--top", default=5, show_default=True, type=click.IntRange(1, 100), help="Matches to show.")
+@click.pass_context
+def triage(ctx: click.Context, log: str, as_json: bool, top: int) -> None:
+    """Name the error types a log shows, best first, and what to check next.
+
+    LOG is a file, or - to read standard input. The log is streamed, so its size does
+    not matter. Lines are matched against the signatures of kb/errors/; an error that
+    another error listed earlier in the log usually causes ranks below it.
+
+    \b
+    Examples:
+      kbgen triage train.log
+      python train.py 2>&1 | kbgen triage -
+      kbgen triage --json train.log
+    """
+    from kbgen.store import load_kb
+    from kbgen.triage import triage_log
+
+    kb = load_kb(project_of(ctx))
+    if kb.problems:
+        files = len({p.path for p in kb.problems})
+        click.echo(f"warning: {files} KB file(s) could not be loaded; `kbgen validate` lists why", err=True)
+    report = triage_log(log, kb)
+    for skipped in report.skipped:
+        click.echo(f"warning: {skipped.where}: signature skipped: {skipped.reasons[0]}", err=True)
+    if as_json:
+        data = report.model_dump(mode="json", include={"source", "lines", "matches", "skipped"})
+        data["matches"] = data["matches"][:top]
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    _print_report(report, kb, top, log)
+
+
+def _print_report(report: TriageReport, kb: Kb, top: int, log: str) -> None:
+    lines = f"{report.lines:,} line{'s' if report.lines != 1 else ''}"
+    if not report.matches:
+        click.echo(f"No error type in the KB matches {report.source} ({lines}).")
+        click.echo("To record it as a new bug (and start a new error type from it):")
+        click.echo(f"  kbgen new-bug --from-log {log if log != '-' else 'FILE'}")
+        return
+    count = len(report.matches)
+    click.echo(f"{report.source}: {lines}; {count} error type{'s' if count != 1 else ''} match.")
+    for rank, match in enumerate(report.matches[:top], start=1):
+        click.echo("")
+        _print_match(rank, match, kb, detailed=rank == 1)
+        if rank == 1:
+            click.echo(f"   Record it: kbgen new-bug --from-log {log if log != '-' else 'FILE'}")
+    if count > top:
+        click.echo(f"\n({count - top} more; --top {count} shows them all)")
+
+
+def _print_match(rank: int, match: Match, kb: Kb, *, detailed: bool) -> None:
+    click.echo(f"{rank}. {match.error} (score {match.score:g}): {match.title}")
+    if match.caused_by:
+        click.echo(f"   likely a consequence of {match.caused_by}, which appears earlier in the log")
+    shown = match.lines if detailed else match.lines[:2]
+    for hit in shown:
+        click.echo(f"   line {hit.number}: {_clip(hit.text)}")
+    if match.count > len(shown):
+        click.echo(f"   ... {match.count - len(shown)} more matching line(s)")
+    if detailed:
+        _print_next_steps(match.error, kb)
+
+
+def _print_next_steps(error_id: str, kb: Kb) -> None:
+    error = kb.errors[error_id].record
+    causes = sorted(error.causes, key=lambda c: _LIKELIHOOD_ORDER[c.likelihood.value])[:3]
+    if causes:
+        click.echo("   Likely causes:")
+    for ref in causes:
+        cause = kb.causes.get(ref.cause)
+        title = cause.record.title if cause else ref.cause
+        click.echo(f"     - {ref.cause} ({ref.likelihood.value}): {title}")
+        for fix_id in (cause.record.fixes if cause else [])[:2]:
+            fix = kb.fixes.get(fix_id)
+            click.echo(f"         fix {fix_id}: {fix.record.title if fix else '(not in the KB)'}")
+    steps = [step for step in error.diagnostics if step.probe][:4]
+    if steps:
+        click.echo("   Probes to run next:")
+    for step in steps:
+        click.echo(f"     - {step.probe}: {step.title}")
+
+
+def _clip(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
