@@ -61,8 +61,11 @@ class ProbeError(KbgenError):
 
 def relpath(path: Path, root: Path | None = None) -> str:
     """``path`` relative to ``root`` (or the cwd) when it lies below it, for messages."""
-    base = root if root is not None else Path.cwd()
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)
+    import os
+
+    # abspath, not resolve: a symlink loop must still get a name in the message
+    base = os.path.abspath(root if root is not None else Path.cwd())  # noqa: PTH100
+    absolute = os.path.abspath(path)  # noqa: PTH100
+    if absolute == base or absolute.startswith(base.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, base)
+    return str(path)

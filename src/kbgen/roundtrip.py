@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 from enum import Enum
 from typing import Any
 
@@ -83,6 +84,17 @@ def _is_trivia(line: str) -> bool:
     return not stripped or stripped.startswith("#")
 
 
+def _keep_trailing_comment(old: list[str], block: list[str]) -> list[str]:
+    """``status: open  # why`` rewritten to one line again keeps its ``# why``."""
+    if len(old) != 1 or len(block) != 1:
+        return block
+    match = _TRAILING_COMMENT.search(old[0].rstrip("\r"))
+    return [block[0] + match.group(0)] if match else block
+
+
+_TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
+
+
 def splice(source: Source, changes: dict[str, Any]) -> str:
     """The file's text with ``changes`` written into its frontmatter (same newline style)."""
     lines = source.parsed.fm_text.split("\n")
@@ -93,7 +105,7 @@ def splice(source: Source, changes: dict[str, Any]) -> str:
         block = dump_keys({key: value}).rstrip("\n").split("\n")
         if key in spans:
             first, end = spans[key]
-            replaced[first] = (end, block)
+            replaced[first] = (end, _keep_trailing_comment(lines[first:end], block))
         else:
             appended.extend(block)
     out: list[str] = []

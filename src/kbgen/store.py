@@ -6,6 +6,7 @@ original text, so the body's bytes and every other line a person wrote stay exac
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -46,6 +47,18 @@ class Project:
 
     def rel(self, path: Path) -> str:
         return relpath(path, self.root)
+
+    @property
+    def template_dirs(self) -> list[Path]:
+        """Where templates are looked up, first match wins: the project's own templates/, then
+        the copy shipped in the wheel, then the source checkout's (editable installs)."""
+        package = Path(__file__).resolve().parent
+        candidates = [self.root / "templates", package / "templates", package.parents[1] / "templates"]
+        seen: list[Path] = []
+        for folder in candidates:
+            if folder.is_dir() and folder not in seen:
+                seen.append(folder)
+        return seen
 
 
 def find_project(start: Path | None = None, override: str | os.PathLike[str] | None = None) -> Project:
@@ -108,6 +121,12 @@ def check_id(value: str, kind: str) -> str:
     return value
 
 
+def id_matches_file(record_id: str, path: Path) -> bool:
+    """A file is named after its id; a bug's name may add a ``-title-words`` tail."""
+    stem = path.stem
+    return stem == record_id or (record_id.startswith("BUG-") and stem.startswith(record_id + "-"))
+
+
 def read_source(path: Path, rel: str) -> Source:
     """Read and parse one file; raise EntryError with the file and line when it is broken."""
     try:
@@ -116,19 +135,36 @@ def read_source(path: Path, rel: str) -> Source:
         size = path.stat().st_size
         if size > MAX_ENTRY_BYTES:
             raise EntryError(
-                [Problem(rel, None, None, f"file is {size:,} bytes; entries are limited to "
-                         f"{MAX_ENTRY_BYTES:,} (move long logs into an attachment)", code="io")]
+                [
+                    Problem(
+                        rel,
+                        None,
+                        None,
+                        f"file is {size:,} bytes; entries are limited to "
+                        f"{MAX_ENTRY_BYTES:,} (move long logs into an attachment)",
+                        code="io",
+                    )
+                ]
             )
         raw = path.read_bytes()
     except OSError as exc:
-        raise EntryError([Problem(rel, None, None, f"cannot read: {exc.strerror or exc}", code="io")]) from None
+        raise EntryError(
+            [Problem(rel, None, None, f"cannot read: {exc.strerror or exc}", code="io")]
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise EntryError(
-            [Problem(rel, line, None, f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; "
-                     "save the file as UTF-8", code="encoding")]
+            [
+                Problem(
+                    rel,
+                    line,
+                    None,
+                    f"not UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}; save the file as UTF-8",
+                    code="encoding",
+                )
+            ]
         ) from None
     bom = text.startswith(BOM)
     if bom:
@@ -153,11 +189,19 @@ def read_entry(path: Path, kind: str, project: Project) -> Entry:
     rel = project.rel(path)
     source = read_source(path, rel)
     record = build_record(source, KINDS[kind], rel)
-    if record.id != path.stem:
+    if not id_matches_file(record.id, path):
         line = source.parsed.line_of(("id",))
         raise EntryError(
-            [Problem(rel, line, "id", f"'{record.id}' does not match the file name '{path.name}'; "
-                     f"rename the file to {record.id}.md or fix the id", code="id-mismatch")]
+            [
+                Problem(
+                    rel,
+                    line,
+                    "id",
+                    f"'{record.id}' does not match the file name '{path.name}'; "
+                    f"name the file {record.id}.md (bugs may add a -title tail) or fix the id",
+                    code="id-mismatch",
+                )
+            ]
         )
     return Entry(record, source)
 
@@ -244,7 +288,9 @@ def load_kb(project: Project) -> Kb:
 # --------------------------------------------------------------------------- writing
 
 
-def atomic_write(path: Path, data: bytes, *, expect_digest: str | None = None, exclusive: bool = False) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, expect_digest: str | None = None, exclusive: bool = False
+) -> None:
     """Write ``data`` to ``path`` through a temporary file, fsync and rename.
 
     ``expect_digest``: refuse (ConflictError) when the file on disk no longer has this sha256.
@@ -257,7 +303,7 @@ def atomic_write(path: Path, data: bytes, *, expect_digest: str | None = None, e
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise KbgenError(
-            f"{folder}: cannot write here: {exc.strerror}", hint="check the folder's permissions"
+            f"{relpath(folder)}: cannot write here: {exc.strerror}", hint="check the folder's permissions"
         ) from None
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -271,7 +317,7 @@ def atomic_write(path: Path, data: bytes, *, expect_digest: str | None = None, e
                 current = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
                 if current != expect_digest:
                     raise ConflictError(
-                        f"{path}: changed on disk since kbgen read it; nothing was written",
+                        f"{relpath(path)}: changed on disk since kbgen read it; nothing was written",
                         hint="run the command again to work from the new version",
                     )
             os.replace(tmp, path)
@@ -279,13 +325,11 @@ def atomic_write(path: Path, data: bytes, *, expect_digest: str | None = None, e
     except OSError as exc:
         if isinstance(exc, FileExistsError):
             raise
-        raise KbgenError(f"{path}: cannot write: {exc.strerror}") from None
+        raise KbgenError(f"{relpath(path)}: cannot write: {exc.strerror}") from None
     finally:
         if tmp:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
     try:
         dir_fd = os.open(folder, os.O_RDONLY)
         try:

@@ -58,7 +58,7 @@ class _LineLoader(_BaseLoader):  # type: ignore[misc,valid-type]
                 raise yaml.constructor.ConstructorError(
                     None,
                     None,
-                    f"duplicate key {key!r} (first on line {lines[key] + 1} of the block)",
+                    f"duplicate key {key!r} (first on line {lines[key] + 1})",
                     key_node.start_mark,
                 )
             mapping[key] = self.construct_object(value_node, deep=deep)
@@ -140,7 +140,8 @@ def parse_document(text: str) -> Parsed:
         mark = exc.problem_mark or exc.context_mark
         line = first_line + mark.line if mark is not None else None
         problem = exc.problem or str(exc)
-        if "\t" in fm_text and "tab" in problem.lower() or "found character '\\t'" in problem:
+        bad_line = fm_text.split("\n")[mark.line] if mark is not None else ""
+        if "\t" in bad_line[: len(bad_line) - len(bad_line.lstrip())] or "\\t" in problem:
             problem += " (YAML indentation must use spaces, not tabs)"
         raise FrontmatterError(f"invalid YAML: {problem}", line) from None
     except yaml.YAMLError as exc:
@@ -148,10 +149,10 @@ def parse_document(text: str) -> Parsed:
     finally:
         loader.dispose()
     if data is None:
-        raise FrontmatterError("the frontmatter block is empty", first_line)
+        raise FrontmatterError("the frontmatter block is empty", first_line + 1)
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a single {type(data).__name__} value"
-        raise FrontmatterError(f"the frontmatter must be a mapping of keys, not {kind}", first_line)
+        raise FrontmatterError(f"the frontmatter must be a mapping of keys, not {kind}", first_line + 1)
     return Parsed(data, text[body_start:], fm_text, fm_start, first_line, body_start, loader.key_lines)
 
 

@@ -1,0 +1,373 @@
+"""Commands over the records themselves: validate, new-bug, list, show, status, renumber, schema."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kbgen.cli.common import load_clean_kb, project_of
+
+if TYPE_CHECKING:
+    from kbgen.errors import Problem
+
+SEVERITIES = ["low", "medium", "high", "critical"]
+STATUSES = [
+    "open",
+    "confirmed",
+    "investigating",
+    "fix-in-progress",
+    "fixed",
+    "verified",
+    "wontfix",
+    "duplicate",
+]
+
+
+# --------------------------------------------------------------------------- validate
+
+
+@click.command()
+@click.option("--strict", is_flag=True, help="Fail on warnings too.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="github prints workflow annotations.",
+)
+@click.pass_context
+def validate(ctx: click.Context, strict: bool, fmt: str) -> None:
+    """Check every KB file, report every problem, then fail once.
+
+    Schema errors and unknown keys, dangling links between records, duplicate bug ids,
+    template placeholders, mojibake and statuses the record does not back up.
+    Exit 0 when clean, 1 on errors (or on warnings with --strict).
+
+    \b
+    Example:
+      kbgen validate --strict --format github
+    """
+    from kbgen.store import load_kb
+    from kbgen.validate import validate_kb
+
+    kb = load_kb(project_of(ctx))
+    problems = validate_kb(kb)
+    errors = [p for p in problems if p.severity == "error"]
+    warnings = [p for p in problems if p.severity != "error"]
+    counted = sum(len(kb.of(k)) for k in ("error", "cause", "fix", "bug"))
+    files = counted + len({p.path for p in kb.problems})
+    _print_problems(problems, fmt, files)
+    if errors or (strict and warnings):
+        ctx.exit(1)
+
+
+def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
+    errors = sum(p.severity == "error" for p in problems)
+    warnings = len(problems) - errors
+    if fmt == "json":
+        rows = [
+            {
+                "path": p.path,
+                "line": p.line,
+                "field": p.field,
+                "message": p.message,
+                "severity": p.severity,
+                "code": p.code,
+            }
+            for p in problems
+        ]
+        click.echo(
+            json.dumps({"files": files, "errors": errors, "warnings": warnings, "problems": rows}, indent=2)
+        )
+        return
+    for p in problems:
+        if fmt == "github":
+            line = f",line={p.line}" if p.line else ""
+            text = p.format().replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            click.echo(f"::{p.severity} file={p.path}{line},title=kbgen validate::{text}")
+        else:
+            label = "" if p.severity == "error" else "warning: "
+            click.echo(
+                f"{p.path}{':' + str(p.line) if p.line else ''}: {label}"
+                f"{p.field + ': ' if p.field else ''}{p.message}"
+            )
+    if fmt == "text":
+        if problems:
+            click.echo(f"{errors} error(s), {warnings} warning(s) in {files} file(s)")
+        else:
+            click.echo(f"{files} file(s) checked: no problems")
+
+
+# --------------------------------------------------------------------------- new-bug
+
+
+@click.command("new-bug")
+@click.option("--title", help="One line: what broke, where.")
+@click.option(
+    "--error",
+    "error_id",
+    metavar="ERROR-ID",
+    help="Error type id (kb/errors/); its diagnostic steps become the bug's progress checklist.",
+)
+@click.option("--severity", type=click.Choice(SEVERITIES), help="Default: medium.")
+@click.option("--tag", "tags", multiple=True, help="Repeat for several tags.")
+@click.option("--assignee")
+@click.option("--message", help="The error message or traceback excerpt.")
+@click.option("--repro", metavar="PROBE-ID", help="A probe that reproduces the bug (kb/probes/<id>.py).")
+@click.option("--date", "day", metavar="YYYY-MM-DD", help="Date part of the id. Default: today.")
+@click.option(
+    "--from-log",
+    "from_log",
+    metavar="FILE",
+    help="Take error type, title and message from a log "
+    "('-' for stdin); secrets and home paths are redacted.",
+)
+@click.option("--open", "open_editor", is_flag=True, help="Open the new file in $EDITOR.")
+@click.pass_context
+def new_bug(ctx: click.Context, **opts: Any) -> None:
+    """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
+
+    Prompts for what is missing when run in a terminal. The file is rendered from
+    templates/bug.md.j2 and passes `kbgen validate` as written.
+
+    \b
+    Examples:
+      kbgen new-bug --title "Illegal memory access in BCE loss" --error cuda-illegal-memory-access
+      python train.py 2>&1 | tail -200 > crash.log; kbgen new-bug --from-log crash.log
+    """
+    from kbgen.bugs import NewBug, create_bug, parse_date
+    from kbgen.models import Severity
+
+    kb = load_clean_kb(ctx)
+    if opts["from_log"]:
+        _fill_from_log(opts, kb)
+    _ask_for_missing(opts, kb)
+    new = NewBug(
+        title=opts["title"].strip(),
+        severity=Severity(opts["severity"] or "medium"),
+        error=opts["error_id"] or None,
+        tags=list(dict.fromkeys(opts["tags"])),
+        assignee=opts["assignee"],
+        message=opts["message"],
+        repro=opts["repro"],
+        date=parse_date(opts["day"]) if opts["day"] else None,
+    )
+    bug_id, path = create_bug(kb, new, template=_bug_template(kb.project))
+    click.echo(f"{bug_id} {kb.project.rel(path)}")
+    if opts["open_editor"]:
+        click.edit(filename=str(path))
+
+
+def _fill_from_log(opts: dict[str, Any], kb: Any) -> None:
+    from kbgen.triage import draft_from_log
+
+    draft = draft_from_log(opts["from_log"], kb)
+    opts["title"] = opts["title"] or draft.title
+    opts["error_id"] = opts["error_id"] or draft.error
+    opts["message"] = opts["message"] or draft.message
+
+
+def _ask_for_missing(opts: dict[str, Any], kb: Any) -> None:
+    from kbgen.errors import KbgenError
+
+    if opts["title"] and opts["title"].strip():
+        return
+    if not sys.stdin.isatty():
+        raise KbgenError(
+            "--title is required when stdin is not a terminal",
+            hint='kbgen new-bug --title "what broke, where" [--error ID] [--severity high]',
+        )
+    opts["title"] = click.prompt("Title (what broke, where)").strip()
+    if not opts["error_id"]:
+        choices = click.Choice(["", *sorted(kb.errors)])
+        opts["error_id"] = click.prompt(
+            "Error type (empty if unknown; `kbgen triage LOG` suggests one)",
+            default="",
+            type=choices,
+            show_choices=False,
+        )
+    if not opts["severity"]:
+        opts["severity"] = click.prompt("Severity", default="medium", type=click.Choice(SEVERITIES))
+
+
+def _bug_template(project: Any) -> Any:
+    import jinja2
+
+    from kbgen.bugs import yaml_scalar
+    from kbgen.errors import KbgenError
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(p) for p in project.template_dirs]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,  # the output is YAML + Markdown; user values go through |yaml
+    )
+    env.filters["yaml"] = yaml_scalar
+    try:
+        return env.get_template("bug.md.j2")
+    except jinja2.TemplateSyntaxError as exc:
+        raise KbgenError(f"{exc.filename}:{exc.lineno}: template error: {exc.message}") from None
+    except jinja2.TemplateNotFound:
+        raise KbgenError(
+            "bug.md.j2: template not found in " + ", ".join(map(str, project.template_dirs))
+        ) from None
+
+
+# --------------------------------------------------------------------------- list / show
+
+
+@click.command("list")
+@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), help="Repeatable.")
+@click.option("--severity", "severities", multiple=True, type=click.Choice(SEVERITIES), help="Repeatable.")
+@click.option("--error", "errors", multiple=True, metavar="ERROR-ID", help="Repeatable.")
+@click.option("--tag", "tags", multiple=True, help="Repeatable; a bug must carry every tag given.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of bug records.")
+@click.pass_context
+def list_bugs(
+    ctx: click.Context,
+    statuses: tuple[str, ...],
+    severities: tuple[str, ...],
+    errors: tuple[str, ...],
+    tags: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """List bugs, newest first, optionally filtered.
+
+    \b
+    Example:
+      kbgen list --status open --severity high --severity critical
+    """
+    kb = load_clean_kb(ctx)
+    bugs = [
+        b
+        for b in kb.bug_records.values()
+        if (not statuses or b.status.value in statuses)
+        and (not severities or b.severity.value in severities)
+        and (not errors or b.error in errors)
+        and set(tags) <= set(b.tags)
+    ]
+    bugs.sort(key=lambda b: (b.updated, b.id), reverse=True)
+    if as_json:
+        click.echo(json.dumps([b.model_dump(mode="json", by_alias=True) for b in bugs], indent=2))
+        return
+    if not bugs:
+        click.echo("no bugs match")
+        return
+    width = max(len(b.status.value) for b in bugs)
+    for b in bugs:
+        click.echo(
+            f"{b.id}  {b.status.value:<{width}}  {b.severity.value:<8}  {b.error or '-':<28}  {b.title}"
+        )
+
+
+@click.command()
+@click.argument("bug_id", metavar="BUG-ID")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
+    """Show one bug (an old id kept as an alias works too)."""
+    kb = load_clean_kb(ctx)
+    entry = kb.resolve_bug(bug_id)
+    bug = entry.record
+    if as_json:
+        click.echo(json.dumps(bug.model_dump(mode="json", by_alias=True), indent=2))
+        return
+    click.echo(f"{bug.id}: {bug.title}")
+    click.echo(f"  file:     {kb.project.rel(entry.path)}")
+    click.echo(f"  status:   {bug.status.value}    severity: {bug.severity.value}")
+    if bug.error:
+        click.echo(f"  error:    {bug.error} ({kb.errors[bug.error].record.title})")
+    for label, items in (("suspected", bug.suspected_causes), ("confirmed", bug.confirmed_causes)):
+        if items:
+            click.echo(f"  {label}: {', '.join(items)}")
+    if bug.message:
+        click.echo("  message:")
+        for line in bug.message.rstrip("\n").split("\n")[:20]:
+            click.echo(f"    {line}")
+    if bug.progress:
+        marks = {"passed": "[x]", "failed": "[!]", "skipped": "[-]", "pending": "[ ]"}
+        click.echo("  progress:")
+        for step in bug.progress:
+            probe = f"  (kbgen probe {step.probe})" if step.probe else ""
+            click.echo(f"    {marks[step.state.value]} {step.title}{probe}")
+    if bug.history:
+        last = bug.history[-1]
+        click.echo(f"  last event: {last.at.isoformat()} {last.kind.value}")
+
+
+# --------------------------------------------------------------------------- status / renumber / schema
+
+
+@click.command()
+@click.argument("bug_id", metavar="BUG-ID")
+@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES))
+@click.option("--note", help="Why; kept in the bug's history.")
+@click.pass_context
+def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -> None:
+    """Change a bug's status and record it in its history.
+
+    \b
+    Example:
+      kbgen status BUG-20251109-002 fixed --note "labels clamped in the dataset"
+    """
+    from kbgen.bugs import set_status
+    from kbgen.models import Status
+
+    kb = load_clean_kb(ctx)
+    entry = kb.resolve_bug(bug_id)
+    old = entry.record.status.value
+    if set_status(entry, Status(new_status), note):
+        click.echo(f"{entry.record.id}: {old} -> {new_status}")
+    else:
+        click.echo(f"{entry.record.id}: already {new_status}")
+
+
+@click.command()
+@click.argument("bug_id", metavar="BUG-ID")
+@click.option(
+    "--date", "day", metavar="YYYY-MM-DD", help="Date part of the new id. Default: the old id's date."
+)
+@click.pass_context
+def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
+    """Move a bug to a free id, keeping the old one as an alias.
+
+    When two branches minted the same id, this moves the newer report; links to the
+    old id still resolve through the alias.
+    """
+    from kbgen.bugs import parse_date
+    from kbgen.bugs import renumber as do_renumber
+    from kbgen.store import load_kb
+
+    kb = load_kb(project_of(ctx))
+    new_id, path = do_renumber(kb, bug_id, parse_date(day) if day else None)
+    click.echo(f"{bug_id} -> {new_id} {kb.project.rel(path)}")
+
+
+@click.command()
+@click.argument("kind", required=False, type=click.Choice(["error", "cause", "fix", "bug", "probe"]))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write <kind>.schema.json files here instead of printing.",
+)
+def schema(kind: str | None, out_dir: Path | None) -> None:
+    """Print (or write) the JSON Schema of each record kind, for editors and other tools."""
+    from kbgen.models import KINDS, ProbeMeta
+
+    models = {**KINDS, "probe": ProbeMeta}
+    chosen = [kind] if kind else list(models)
+    schemas = {k: models[k].model_json_schema(by_alias=True) for k in chosen}
+    if out_dir is None:
+        click.echo(json.dumps(schemas[chosen[0]] if kind else schemas, indent=2))
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, body in schemas.items():
+        target = out_dir / f"{name}.schema.json"
+        target.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        click.echo(str(target))

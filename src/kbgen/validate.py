@@ -1,0 +1,283 @@
+"""Check a loaded KB as a whole: references, duplicates, placeholders, mojibake, status sense.
+
+Each check yields :class:`~kbgen.errors.Problem` values; nothing stops at the first one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from kbgen.errors import Problem
+from kbgen.models import Bug, ProbeStatus, Status
+from kbgen.store import Entry, Kb
+
+#: Text left over from a report template that was never filled (seed 002 has all of these).
+PLACEHOLDERS = [
+    "Not specified",
+    "Step 1",
+    "What should happen.",
+    "What actually happens.",
+    "Brief description of the bug.",
+    "Error message here",
+    "Related issue 1",
+    "Who is working on this bug.",
+    "How to fix the issue.",
+    "How to test the fix.",
+    "What is causing the issue",
+    "High/Medium/Low",
+    "TODO",
+    "TBD",
+    "FIXME",
+    "Lorem ipsum",
+]
+_PLACEHOLDER_RE = re.compile(
+    "|".join(
+        rf"(?<![\w-]){re.escape(p)}(?![\w-])" if p[-1].isalnum() else rf"(?<![\w-]){re.escape(p)}"
+        for p in PLACEHOLDERS
+    )
+)
+# UTF-8 read as cp1252/latin-1: "â€™", "âœ…", "Ã©", "ðŸš€" and friends.
+_MOJIBAKE_RE = re.compile(
+    r"â[€œ\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u02c6\u2013-\u203a\u20ac\u2122]|Ã[\u0080-\u00bf]|ðŸ|Â[\u00a0-\u00bf]"
+)
+_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
+    """Every problem in ``kb`` (load problems included), sorted by file and line."""
+    if probe_ids is None:
+        probe_ids = known_probe_ids(kb)
+    problems = list(kb.problems)
+    problems.extend(_probe_file_problems(kb))
+    problems.extend(check_references(kb, probe_ids))
+    problems.extend(check_duplicates(kb))
+    problems.extend(check_signatures(kb))
+    for kind in ("error", "cause", "fix", "bug"):
+        for entry in kb.of(kind).values():
+            problems.extend(check_text(kb, entry))
+            if entry.source.bom:
+                problems.append(
+                    _at(kb, entry, None, "the file starts with a UTF-8 byte order mark", "warning")
+                )
+    for entry in kb.bugs.values():
+        problems.extend(check_bug_status(kb, entry))
+    return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
+
+
+def known_probe_ids(kb: Kb) -> set[str]:
+    from kbgen.probes import discover
+
+    return {spec.meta.id for spec in discover(kb.project)}
+
+
+def _probe_file_problems(kb: Kb) -> list[Problem]:
+    from kbgen.probes import discover_problems
+
+    return list(discover_problems(kb.project))
+
+
+def _at(
+    kb: Kb, entry: Entry, loc: tuple[Any, ...] | None, message: str, severity: str = "error", **kw: Any
+) -> Problem:
+    line = entry.source.parsed.line_of(loc) if loc else None
+    field = ".".join(str(p) for p in loc) if loc else None
+    return Problem(kb.project.rel(entry.path), line, field, message, severity, **kw)
+
+
+# --------------------------------------------------------------------------- references
+
+
+def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
+    """(location, target kind, id) for every id a record names."""
+    r = entry.record
+    kind = type(r).KIND
+    if kind == "error":
+        for i, ref in enumerate(r.causes):
+            yield ("causes", i, "cause"), "cause", ref.cause
+        for i, step in enumerate(r.diagnostics):
+            if step.probe:
+                yield ("diagnostics", i, "probe"), "probe", step.probe
+        for name in ("related", "secondary_to"):
+            for i, other in enumerate(getattr(r, name)):
+                yield (name, i), "error", other
+    elif kind == "cause":
+        for i, fix in enumerate(r.fixes):
+            yield ("fixes", i), "fix", fix
+    elif kind == "fix":
+        if r.verify_probe:
+            yield ("verify_probe",), "probe", r.verify_probe
+    elif kind == "bug":
+        yield from _bug_refs(r)
+
+
+def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
+    if bug.error:
+        yield ("error",), "error", bug.error
+    for name in ("suspected_causes", "confirmed_causes"):
+        for i, cause in enumerate(getattr(bug, name)):
+            yield (name, i), "cause", cause
+    for i, attempt in enumerate(bug.fixes_tried):
+        yield ("fixes_tried", i, "fix"), "fix", attempt.fix
+    for i, finding in enumerate(bug.findings):
+        yield ("findings", i, "probe"), "probe", finding.probe
+    for i, step in enumerate(bug.progress):
+        if step.probe:
+            yield ("progress", i, "probe"), "probe", step.probe
+    if bug.repro:
+        yield ("repro",), "probe", bug.repro
+    for i, other in enumerate(bug.related):
+        yield ("related", i), "bug", other
+
+
+def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
+    """Every id named by a record must exist (bugs may be named by an alias)."""
+    aliases = {a for e in kb.bugs.values() for a in e.record.aliases}
+    known = {
+        "error": set(kb.errors),
+        "cause": set(kb.causes),
+        "fix": set(kb.fixes),
+        "bug": set(kb.bugs) | aliases,
+        "probe": probe_ids,
+    }
+    folders = {"error": "kb/errors/", "cause": "kb/causes/", "fix": "kb/fixes/", "bug": "kb/bugs/"}
+    for kind in ("error", "cause", "fix", "bug"):
+        for entry in kb.of(kind).values():
+            for loc, target, ref in _refs(entry):
+                if ref not in known[target]:
+                    where = folders.get(target, "the built-in probes or kb/probes/")
+                    hint = _close(ref, known[target])
+                    yield _at(kb, entry, loc, f"no {target} '{ref}' in {where}{hint}", code="reference")
+
+
+def _close(value: str, choices: Iterable[str]) -> str:
+    import difflib
+
+    match = difflib.get_close_matches(value, list(choices), n=1)
+    return f"; did you mean '{match[0]}'?" if match else ""
+
+
+def check_duplicates(kb: Kb) -> Iterator[Problem]:
+    """One id, one file. (An alias may equal another bug's id after a renumber: ids win.)"""
+    for bug_id, paths in sorted(kb.claims.items()):
+        if len(paths) > 1:
+            others = ", ".join(kb.project.rel(p) for p in paths[1:])
+            yield Problem(
+                kb.project.rel(paths[0]),
+                None,
+                "id",
+                f"{bug_id} is also claimed by {others} (two branches minted the same id); "
+                f"run `kbgen renumber {bug_id}` to move the newer one to a free id",
+                code="duplicate",
+            )
+
+
+def check_signatures(kb: Kb) -> Iterator[Problem]:
+    """Signatures must be safe to run on untrusted logs (no catastrophic backtracking)."""
+    from kbgen.triage import signature_problems
+
+    for entry in kb.errors.values():
+        for i, signature in enumerate(entry.record.signatures):
+            for reason in signature_problems(signature.regex):
+                yield _at(kb, entry, ("signatures", i), reason, code="signature")
+
+
+# --------------------------------------------------------------------------- text
+
+
+def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
+    """Placeholders and mojibake anywhere in the file; empty sections in a bug's body."""
+    source = entry.source
+    body_first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
+    fm_lines = source.text[: source.parsed.body_start].split("\n")
+    for number, line in enumerate(fm_lines, start=1):
+        yield from _line_problems(kb, entry, number, line)
+    in_fence = ""
+    for number, line in enumerate(source.body.split("\n"), start=body_first_line):
+        fence = _FENCE_RE.match(line)
+        if fence:
+            marker = fence.group(1)
+            if not in_fence:
+                in_fence = marker
+            elif marker.startswith(in_fence[0]) and len(marker) >= len(in_fence):
+                in_fence = ""
+            continue
+        if not in_fence:
+            yield from _line_problems(kb, entry, number, _COMMENT_RE.sub("", line))
+    if type(entry.record).KIND == "bug":
+        yield from _empty_sections(kb, entry, body_first_line)
+
+
+def _line_problems(kb: Kb, entry: Entry, number: int, line: str) -> Iterator[Problem]:
+    rel = kb.project.rel(entry.path)
+    if placeholder := _PLACEHOLDER_RE.search(line):
+        yield Problem(
+            rel,
+            number,
+            None,
+            f"template placeholder left in the text: {placeholder.group(0)!r}",
+            code="placeholder",
+        )
+    if bad := _MOJIBAKE_RE.search(line):
+        yield Problem(
+            rel,
+            number,
+            None,
+            f"mojibake {bad.group(0)!r}: UTF-8 text was decoded as cp1252 somewhere; "
+            "`kbgen import` repairs such files",
+            code="mojibake",
+        )
+
+
+def _empty_sections(kb: Kb, entry: Entry, first_line: int) -> Iterator[Problem]:
+    lines = entry.source.body.split("\n")
+    headings = [(i, m) for i, line in enumerate(lines) if (m := _HEADING_RE.match(line))]
+    for index, (i, match) in enumerate(headings):
+        following = headings[index + 1] if index + 1 < len(headings) else None
+        end = following[0] if following else len(lines)
+        if following and len(following[1].group(1)) > len(match.group(1)):
+            continue  # its content is in its sub-sections
+        content = _COMMENT_RE.sub("", "\n".join(lines[i + 1 : end])).strip()
+        if not content:
+            yield Problem(
+                kb.project.rel(entry.path),
+                first_line + i,
+                None,
+                f"section '{match.group(2)}' is empty",
+                "warning",
+                code="empty-section",
+            )
+
+
+# --------------------------------------------------------------------------- status
+
+
+def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
+    """A status must be backed by what the record says happened."""
+    bug: Bug = entry.record
+    if bug.status == Status.verified:
+        passing = any(f.probe == bug.repro and f.status == ProbeStatus.pass_ for f in bug.findings)
+        if not bug.repro or not passing:
+            yield _at(
+                kb,
+                entry,
+                ("status",),
+                "verified needs a passing repro record: set `repro` to a probe and run "
+                f"`kbgen probe --fill {bug.id}` after the fix",
+                code="status",
+            )
+    if bug.status == Status.duplicate and not bug.related:
+        yield _at(
+            kb, entry, ("status",), "a duplicate should name the bug it duplicates in `related`", "warning"
+        )
+    if bug.confirmed_causes and bug.status == Status.open:
+        yield _at(
+            kb,
+            entry,
+            ("status",),
+            "has confirmed causes but is still 'open'; consider 'confirmed'",
+            "warning",
+        )

@@ -1,0 +1,123 @@
+"""Shared fixtures: write a tree of files, and a small valid KB to run commands against."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ERROR_IMA = """\
+---
+id: cuda-illegal-memory-access
+title: CUDA illegal memory access
+summary: A kernel read or wrote memory it does not own.
+signatures:
+  - regex: "an illegal memory access was encountered"
+    weight: 3
+symptoms:
+  - Later CUDA calls fail too.
+causes:
+  - cause: out-of-range-index
+    likelihood: high
+diagnostics:
+  - id: check-gpu
+    title: GPU is visible and works
+    probe: gpu
+related: []
+---
+Explanation for people.
+"""
+
+CAUSE = """\
+---
+id: out-of-range-index
+title: Index or label out of range
+summary: A gather or loss kernel was handed an index past the end of a tensor.
+evidence:
+  - Running on CPU raises IndexError with the offending value.
+fixes:
+  - clamp-labels
+---
+"""
+
+FIX = """\
+---
+id: clamp-labels
+title: Check labels before the loss
+summary: Assert that every label is in range on the CPU before it reaches the GPU.
+steps:
+  - title: Check the range
+    command: python -c "print('check')"
+risk: low
+verify_probe: gpu
+---
+"""
+
+BUG = """\
+---
+id: BUG-20251109-002
+title: Illegal memory access in BCE loss
+created: 2025-11-09T23:04:00+09:00
+updated: 2025-11-09T23:04:00+09:00
+status: open  # set by a person
+severity: high
+error: cuda-illegal-memory-access
+suspected_causes: [out-of-range-index]
+tags: [loss]
+---
+## What happened
+
+Training died in the loss.
+"""
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``{relative path: text or bytes}`` under ``root``; returns ``root``."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_bytes(textwrap.dedent(content).encode("utf-8"))
+    return root
+
+
+def base_kb_files() -> dict[str, str | bytes]:
+    return {
+        "kb/errors/cuda-illegal-memory-access.md": ERROR_IMA,
+        "kb/causes/out-of-range-index.md": CAUSE,
+        "kb/fixes/clamp-labels.md": FIX,
+        "kb/bugs/BUG-20251109-002.md": BUG,
+        "kb/probes/.keep": "",
+    }
+
+
+@pytest.fixture
+def make_tree(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
+    def make(files: dict[str, str | bytes]) -> Path:
+        return write_tree(tmp_path, files)
+
+    return make
+
+
+@pytest.fixture
+def kb_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small valid project in tmp_path, made the cwd, with the clock and host pinned."""
+    write_tree(tmp_path, base_kb_files())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KBGEN_NOW", "2025-11-21T10:00:00+00:00")
+    monkeypatch.setenv("KBGEN_HOSTNAME", "testhost")
+    monkeypatch.setenv("KBGEN_USER", "tester")
+    monkeypatch.delenv("KBGEN_KB", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _no_user_kb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's own $KBGEN_KB must not leak into the tests."""
+    if "KBGEN_KB" in os.environ:
+        monkeypatch.delenv("KBGEN_KB")
