@@ -34,7 +34,7 @@ class FrontmatterError(ValueError):
         self.line = line
 
 
-class _LineLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+class _LineLoader(_BaseLoader):
     """CSafeLoader that remembers each key's line and refuses duplicate keys."""
 
     def __init__(self, stream: str) -> None:
@@ -97,7 +97,7 @@ class Parsed:
                 lines = self.key_lines.get(id(node), {})
                 if part in lines:
                     found = self.fm_first_line + lines[part]
-                node = node.get(part)  # type: ignore[call-overload]
+                node = node.get(part)
             elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
                 node = node[part]
             else:

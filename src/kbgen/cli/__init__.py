@@ -8,7 +8,6 @@ Every :class:`~kbgen.errors.KbgenError` is printed here as one message with exit
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 import click
@@ -91,4 +90,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

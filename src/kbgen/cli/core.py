@@ -358,9 +358,11 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
 )
 def schema(kind: str | None, out_dir: Path | None) -> None:
     """Print (or write) the JSON Schema of each record kind, for editors and other tools."""
+    from pydantic import BaseModel
+
     from kbgen.models import KINDS, ProbeMeta
 
-    models = {**KINDS, "probe": ProbeMeta}
+    models: dict[str, type[BaseModel]] = {**KINDS, "probe": ProbeMeta}
     chosen = [kind] if kind else list(models)
     schemas = {k: models[k].model_json_schema(by_alias=True) for k in chosen}
     if out_dir is None:
