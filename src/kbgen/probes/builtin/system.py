@@ -1,0 +1,151 @@
+"""Operating system, WSL, container limits and the Python interpreter (stdlib only)."""
+
+PROBE = {
+    "id": "system",
+    "title": "Operating system and Python",
+    "description": "OS and kernel, WSL1/WSL2 (kernel string, /dev/dxg, /usr/lib/wsl/lib), container and "
+    "its cgroup CPU and memory limits, /dev/shm size, libc, compilers, Python version, executable and venv.",
+    "needs": [],
+    "timeout": 15,
+    "default": True,
+}
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+SHM_WARN_MB = 1024
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def _os_name():
+    text = _read("/etc/os-release") or ""
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip().strip('"')
+    return platform.platform(terse=True)
+
+
+def _wsl(kernel):
+    lowered = kernel.lower()
+    if "microsoft" not in lowered and "wsl" not in lowered:
+        return "no"
+    # WSL2 kernels say "microsoft-standard-WSL2"; WSL1 reports a Windows build like "4.4.0-19041-Microsoft".
+    return "WSL2" if ("wsl2" in lowered or "microsoft-standard" in lowered) else "WSL1"
+
+
+def _container():
+    if os.path.exists("/.dockerenv"):
+        return "docker"
+    if os.path.exists("/run/.containerenv"):
+        return "podman"
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return "kubernetes"
+    cgroup = _read("/proc/1/cgroup") or ""
+    for name in ("docker", "kubepods", "containerd", "lxc"):
+        if name in cgroup:
+            return name
+    return os.environ.get("container") or "no"  # noqa: SIM112 (systemd-nspawn and podman set it lowercase)
+
+
+def _cgroup_limits():
+    """CPU limit (in CPUs) and memory limit (MB) from cgroup v2, else v1; None when unlimited."""
+    cpus = memory = None
+    cpu_max = _read("/sys/fs/cgroup/cpu.max")
+    if cpu_max:
+        quota, _, period = cpu_max.strip().partition(" ")
+        if quota != "max" and period:
+            cpus = round(int(quota) / int(period), 2)
+    else:
+        quota, period = (
+            _read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
+            _read("/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+        )
+        if quota and period and int(quota) > 0:
+            cpus = round(int(quota) / int(period), 2)
+    mem = _read("/sys/fs/cgroup/memory.max") or _read("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+    if mem and mem.strip().isdigit() and int(mem) < 1 << 60:
+        memory = int(mem) // (1024 * 1024)
+    return cpus, memory
+
+
+def _version_of(command, args=("--version",)):
+    path = shutil.which(command)
+    if path is None:
+        return None
+    try:
+        done = subprocess.run([path, *args], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def _memory_total_mb():
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    return None
+
+
+def run():
+    uname = platform.uname()
+    wsl = _wsl(uname.release)
+    cpus, memory = _cgroup_limits()
+    try:
+        shm = os.statvfs("/dev/shm")
+        shm_mb = shm.f_blocks * shm.f_frsize // (1024 * 1024)
+    except OSError:
+        shm_mb = None
+    venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
+    conda = os.environ.get("CONDA_DEFAULT_ENV") or (
+        "yes" if os.path.isdir(os.path.join(sys.prefix, "conda-meta")) else None
+    )
+    libc = " ".join(platform.libc_ver()).strip() or None
+    facts = {
+        "os": _os_name(),
+        "kernel": uname.release,
+        "arch": uname.machine,
+        "platform": platform.platform(),
+        "wsl": wsl,
+        "wsl_dxg": os.path.exists("/dev/dxg"),
+        "wsl_lib": os.path.isdir("/usr/lib/wsl/lib"),
+        "container": _container(),
+        "cgroup_cpus": cpus,
+        "cgroup_memory_mb": memory,
+        "memory_total_mb": _memory_total_mb(),
+        "shm_mb": shm_mb,
+        "libc": libc,
+        "gcc": _version_of("gcc"),
+        "clang": _version_of("clang"),
+        "cmake": _version_of("cmake"),
+        "python": platform.python_version(),
+        "python_build": sys.version.replace("\n", " "),
+        "python_executable": sys.executable,
+        "python_bits": 64 if sys.maxsize > 2**32 else 32,
+        "venv": sys.prefix if venv else None,
+        "conda": conda,
+    }
+    warnings = []
+    if wsl == "WSL1":
+        warnings.append("WSL1 has no GPU support; CUDA needs WSL2")
+    if wsl == "WSL2" and not facts["wsl_dxg"]:
+        warnings.append("WSL2 without /dev/dxg: the GPU is not passed through")
+    if shm_mb is not None and shm_mb < SHM_WARN_MB:
+        warnings.append(
+            f"/dev/shm is {shm_mb} MB; DataLoader workers may die with a bus error (docker: --shm-size)"
+        )
+    summary = f"{facts['os']}, kernel {uname.release}" + (f" ({wsl})" if wsl != "no" else "")
+    summary += f", Python {facts['python']}"
+    if warnings:
+        return {"status": "warn", "message": summary + "; " + "; ".join(warnings), "facts": facts}
+    return {"status": "pass", "message": summary, "facts": facts}

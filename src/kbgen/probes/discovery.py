@@ -1,0 +1,260 @@
+"""Find probes and read their metadata without running them.
+
+A probe file starts with a literal ``PROBE = {...}`` dict. kbgen reads it with ``ast.literal_eval``
+and never executes the file itself: probe code runs only in a child process (see ``runner``).
+Built-in probes ship in ``kbgen/probes/builtin/`` (file name: the id with ``_`` for ``-``);
+a project's own probes live in ``kb/probes/<id>.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from kbgen.errors import EntryError, Problem, UnknownIdError, relpath
+from kbgen.models import ProbeMeta
+
+if TYPE_CHECKING:
+    from kbgen.store import Project
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+
+#: the order built-ins are listed and run in: the machine, then torch, then the GPU
+BUILTIN_ORDER = (
+    "system",
+    "cpu",
+    "packages",
+    "torch-build",
+    "gpu",
+    "compat",
+    "cuda-smoke",
+    "debug-env",
+    "import-timing",
+)
+
+#: needs that place a probe in the worker that imports torch once for all of them
+TORCH_NEEDS = frozenset({"torch", "torch?", "cuda"})
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A probe that can be run: its validated metadata and the file holding its code."""
+
+    meta: ProbeMeta
+    path: Path
+    builtin: bool
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def uses_torch(self) -> bool:
+        """True when the probe runs in the torch worker (it needs or may use torch)."""
+        return any(need in TORCH_NEEDS for need in self.meta.needs)
+
+
+def builtin_files() -> list[Path]:
+    """The built-in probe files, in :data:`BUILTIN_ORDER` (any others after, by name)."""
+    files = [p for p in BUILTIN_DIR.glob("*.py") if not p.name.startswith("_")]
+    rank = {name.replace("-", "_"): n for n, name in enumerate(BUILTIN_ORDER)}
+    return sorted(files, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
+
+
+def read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
+    """Read ``PROBE`` from ``path`` statically; return the metadata or the problems found."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [
+            Problem(rel, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}", code="probe")
+        ]
+    try:
+        tree = ast.parse(text, filename=rel)
+    except SyntaxError as exc:
+        return None, [Problem(rel, exc.lineno, None, f"Python syntax error: {exc.msg}", code="probe")]
+    node = _probe_assignment(tree)
+    if node is None:
+        hint = "a probe file needs a module-level PROBE = {'id': ..., 'title': ...} dict"
+        return None, [Problem(rel, 1, "PROBE", f"missing; {hint}", code="probe")]
+    try:
+        data = ast.literal_eval(node.value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        msg = "must be a literal dict (only strings, numbers, lists, True/False/None; no names or calls)"
+        return None, [Problem(rel, node.lineno, "PROBE", msg, code="probe")]
+    if not isinstance(data, dict):
+        return None, [
+            Problem(rel, node.lineno, "PROBE", f"must be a dict, not {type(data).__name__}", code="probe")
+        ]
+    problems: list[Problem] = []
+    meta: ProbeMeta | None = None
+    try:
+        meta = ProbeMeta.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_meta_problems(exc, node, rel))
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "run" and not n.args.args for n in tree.body):
+        problems.append(
+            Problem(
+                rel,
+                None,
+                "run",
+                "missing: define a module-level `def run():` returning "
+                "{'status': ..., 'message': ..., 'facts': {...}}",
+                code="probe",
+            )
+        )
+    return (meta if not problems else None), problems
+
+
+def _probe_assignment(tree: ast.Module) -> ast.Assign | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "PROBE" for t in node.targets
+        ):
+            return node
+    return None
+
+
+def _meta_problems(exc: ValidationError, node: ast.Assign, rel: str) -> list[Problem]:
+    lines = _key_lines(node.value)
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = str(loc[0]) if loc else None
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = f"unknown key; known keys are {', '.join(ProbeMeta.model_fields)}"
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        field = "PROBE." + ".".join(str(p) for p in loc) if loc else "PROBE"
+        problems.append(Problem(rel, lines.get(key or "", node.lineno), field, message, code="probe"))
+    return problems
+
+
+def _key_lines(value: ast.expr) -> dict[str, int]:
+    if not isinstance(value, ast.Dict):
+        return {}
+    return {k.value: k.lineno for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+
+
+def scan(project: Project | None) -> tuple[list[ProbeSpec], list[Problem]]:
+    """Every valid probe (built-ins first, then ``kb/probes/*.py``) and every problem found."""
+    specs: list[ProbeSpec] = []
+    problems: list[Problem] = []
+    for path in builtin_files():
+        meta, found = read_meta(path, f"<builtin>/{path.name}")
+        problems.extend(found)
+        if meta is not None:
+            specs.append(ProbeSpec(meta, path, builtin=True))
+    taken = {s.id for s in specs}
+    if project is None or not project.probes.is_dir():
+        return specs, problems
+    for path in sorted(project.probes.glob("*.py")):
+        if path.name.startswith(("_", ".")) or path.is_dir():
+            continue
+        rel = relpath(path, project.root)
+        meta, found = read_meta(path, rel)
+        problems.extend(found)
+        if meta is None:
+            continue
+        if meta.id != path.stem:
+            line = _id_line(path)
+            problems.append(
+                Problem(
+                    rel,
+                    line,
+                    "PROBE.id",
+                    f"'{meta.id}' does not match the file name "
+                    f"'{path.name}'; rename the file to {meta.id}.py or fix the id",
+                    code="probe",
+                )
+            )
+        elif meta.id in taken:
+            problems.append(
+                Problem(
+                    rel,
+                    _id_line(path),
+                    "PROBE.id",
+                    f"'{meta.id}' is a built-in probe id; choose another id (and file name)",
+                    code="probe",
+                )
+            )
+        else:
+            taken.add(meta.id)
+            specs.append(ProbeSpec(meta, path, builtin=False))
+    return specs, problems
+
+
+def _id_line(path: Path) -> int | None:
+    try:
+        node = _probe_assignment(ast.parse(path.read_text(encoding="utf-8")))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    return None if node is None else _key_lines(node.value).get("id", node.lineno)
+
+
+def discover(project: Project | None, *, strict: bool = False) -> list[ProbeSpec]:
+    """Built-in probes, then the project's ``kb/probes/*.py``.
+
+    Files with broken metadata are left out (``discover_problems`` reports them); with
+    ``strict`` they raise :class:`~kbgen.errors.EntryError` naming file:line instead.
+    """
+    specs, problems = scan(project)
+    if strict and problems:
+        raise EntryError(problems, hint="fix the PROBE = {...} block at the top of the file")
+    return specs
+
+
+def discover_problems(project: Project | None) -> list[Problem]:
+    """Every problem in the project's probe files (and, should it happen, the built-ins)."""
+    return scan(project)[1]
+
+
+def builtin_ids() -> set[str]:
+    """The ids of the probes that ship with kbgen."""
+    return {s.id for s in scan(None)[0]}
+
+
+def select(specs: list[ProbeSpec], ids: list[str], problems: list[Problem] | None = None) -> list[ProbeSpec]:
+    """The probes named by ``ids`` (in that order), or the default set when ``ids`` is empty.
+
+    An unknown id raises UnknownIdError listing the known ones (and any broken probe file).
+    """
+    if not ids:
+        return [s for s in specs if s.meta.default]
+    by_id = {s.id: s for s in specs}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise UnknownIdError(
+            _unknown_message(unknown, sorted(by_id), problems or []),
+            hint="`kbgen probe --list` shows every probe and what it checks",
+        )
+    seen: dict[str, ProbeSpec] = {}
+    for probe_id in ids:
+        seen.setdefault(probe_id, by_id[probe_id])
+    return list(seen.values())
+
+
+def _unknown_message(unknown: list[str], known: list[str], problems: list[Problem]) -> str:
+    import difflib
+
+    parts = []
+    for probe_id in unknown:
+        close = difflib.get_close_matches(probe_id, known, n=1)
+        broken = [p for p in problems if Path(p.path).stem == probe_id]
+        text = f"unknown probe id '{probe_id}'"
+        if broken:
+            text += f" (its file is broken: {broken[0].format()})"
+        elif close:
+            text += f"; did you mean '{close[0]}'?"
+        parts.append(text)
+    return "; ".join(parts) + f". Known probes: {', '.join(known)}"
+
+
+def meta_dict(spec: ProbeSpec) -> dict[str, Any]:
+    """The metadata as plain values, for reports and ``--list``."""
+    return spec.meta.model_dump(mode="json")

@@ -1,0 +1,350 @@
+"""Run probes in child processes and turn whatever happens to them into results.
+
+Two lanes run side by side: the *torch* lane is one warm worker that imports torch once and runs
+the probes that use it one after another; the *plain* lane runs the standard-library probes. A
+probe that crashes, hangs or exits takes only its own worker down: the lane records the probe it
+died in and starts a fresh worker for the rest. An interpreter that cannot start is found once,
+at the first worker's hello, and reported once.
+
+This module imports no pydantic at load time, so :class:`ProbeSession` can start the torch worker
+before kbgen has finished starting itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbgen.errors import ProbeError
+from kbgen.probes.process import Worker, describe_exit, read_tail
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from kbgen.probes.discovery import ProbeSpec
+    from kbgen.probes.report import ProbeReport
+
+PYTHON_ENV = "KBGEN_PYTHON"
+STARTUP_LIMIT = 30.0  # seconds for an interpreter to say hello
+IMPORT_LIMIT = 120.0  # seconds for `import torch` (cold caches on WSL's /mnt/c can be slow)
+GAP_LIMIT = 30.0  # seconds between one probe's result and the next one's start
+
+
+class InterpreterError(Exception):
+    """The target interpreter could not start the worker at all."""
+
+
+def resolve_python(python: str | None) -> str:
+    """The interpreter to probe: ``python``, else $KBGEN_PYTHON, else this one; checked to exist."""
+    chosen = python or os.environ.get(PYTHON_ENV) or sys.executable
+    path = Path(chosen).expanduser()
+    if os.sep not in chosen and not path.exists():
+        found = shutil.which(chosen)
+        if found:
+            return found
+    if not path.exists():
+        raise ProbeError(f"{chosen}: no such interpreter", hint="pass --python PATH (e.g. .venv/bin/python)")
+    if path.is_dir():
+        hint = f"point at the interpreter inside it, e.g. {path / 'bin' / 'python'}"
+        raise ProbeError(f"{chosen}: is a folder, not a Python interpreter", hint=hint)
+    if not os.access(path, os.X_OK):
+        raise ProbeError(f"{chosen}: not executable", hint="check the path and its permissions")
+    return str(path.absolute())
+
+
+@dataclass
+class Outcome:
+    """A raw result before it becomes a ProbeResult (plain data: no pydantic here)."""
+
+    status: str
+    message: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    signal: str | None = None
+    exit_code: int | None = None
+    output: str | None = None
+
+
+def order_torch_lane(specs: list[ProbeSpec]) -> list[ProbeSpec]:
+    """Probes that touch the GPU last: if one kills the worker, fewer probes pay a fresh torch import."""
+    return sorted(specs, key=lambda s: "cuda" in s.meta.needs)
+
+
+class Lane:
+    """Runs a list of probes in workers of one kind, restarting a worker whenever one dies."""
+
+    def __init__(self, session: ProbeSession, *, torch: bool) -> None:
+        self.session = session
+        self.torch = torch
+        self.blocked: str | None = None  # why importing torch is off for this lane's next workers
+        self.torch_import: dict[str, Any] | None = None
+        self.outcomes: dict[str, Outcome] = {}
+        self.worker: Worker | None = None
+
+    def start(self) -> None:
+        if self.worker is None:
+            env = dict(os.environ)
+            if self.blocked:
+                env["KBGEN_TORCH_BLOCKED"] = self.blocked
+            try:
+                self.worker = Worker(self.session.python, self.session.logdir, torch=self.torch, env=env)
+            except OSError as exc:
+                raise InterpreterError(f"cannot start {self.session.python}: {exc.strerror or exc}") from None
+
+    def run(self, specs: list[ProbeSpec]) -> None:
+        pending = list(specs)
+        while pending and not self.session.failed.is_set():
+            self.start()
+            worker = self.worker
+            assert worker is not None
+            self.worker = None
+            try:
+                self._hello(worker)
+                if self.torch and not self.blocked and not self._import(worker, pending):
+                    continue
+                self._drive(worker, pending)
+            finally:
+                worker.kill()
+
+    def _hello(self, worker: Worker) -> None:
+        limit = self.session.startup_limit
+        event = worker.next_event(limit - (time.monotonic() - worker.started))
+        if isinstance(event, dict) and event.get("event") == "hello":
+            self.session.hello = event
+            return
+        if event is False:
+            worker.kill()
+            what = f"did not start within {limit:g} s"
+        else:
+            what = describe_exit(worker.kill())[0] + " before running anything"
+        said = (read_tail(worker.stderr_path, 1500) + "\n".join(worker.noise[-10:])).strip()
+        raise InterpreterError(f"{self.session.python} {what}" + (f"; it printed:\n{said}" if said else ""))
+
+    def _import(self, worker: Worker, pending: list[ProbeSpec]) -> bool:
+        """Wait for the worker's torch import; False when it killed or hung the worker."""
+        deadline = time.monotonic() + IMPORT_LIMIT
+        while True:
+            event = worker.next_event(deadline - time.monotonic())
+            if isinstance(event, dict) and event.get("event") == "imported":
+                ok = event.get("ok")
+                self.torch_import = {
+                    "status": "ok" if ok else "missing",
+                    "version": event.get("version"),
+                    "seconds": event.get("seconds"),
+                    "message": event.get("error") or "",
+                    "stderr_tail": None if ok else event.get("output"),
+                }
+                return True
+            if isinstance(event, dict):
+                continue  # the "import" announcement
+            timed_out = event is False
+            if timed_out:
+                worker.dump_stacks()
+            phrase, sig, _ = describe_exit(worker.kill())
+            phrase = f"did not finish within {IMPORT_LIMIT:g} s" if timed_out else phrase
+            tail = read_tail(worker.import_log) or read_tail(worker.stderr_path)
+            self.blocked = f"importing torch {phrase} in {self.session.python}"
+            self.torch_import = {
+                "status": "timeout" if timed_out else "crash",
+                "signal": sig,
+                "message": self.blocked,
+                "stderr_tail": tail,
+            }
+            for spec in [s for s in pending if "torch" in s.meta.needs or "cuda" in s.meta.needs]:
+                self.outcomes[spec.id] = Outcome(
+                    "timeout" if timed_out else "crash",
+                    self.blocked + "; probe not run",
+                    signal=sig,
+                    output=tail,
+                )
+                pending.remove(spec)
+            return False
+
+    def _drive(self, worker: Worker, pending: list[ProbeSpec]) -> None:
+        by_id = {s.id: s for s in pending}
+        jobs = [
+            {
+                "id": s.id,
+                "path": str(s.path),
+                "needs": list(s.meta.needs),
+                "log": str(Path(self.session.logdir) / f"{n:02d}-{s.id}.log"),
+            }
+            for n, s in enumerate(pending, start=self.session.next_serial(len(pending)))
+        ]
+        worker.send(jobs)
+        current: tuple[ProbeSpec, float, str] | None = None
+        while pending:
+            limit = (
+                self.session.timeout_of(current[0]) - (time.monotonic() - current[1])
+                if current
+                else GAP_LIMIT
+            )
+            event = worker.next_event(limit)
+            if isinstance(event, dict):
+                kind = event.get("event")
+                if kind == "start" and event.get("id") in by_id:
+                    current = (by_id[event["id"]], time.monotonic(), event.get("log") or "")
+                elif kind == "result" and event.get("id") in by_id:
+                    self.outcomes[event["id"]] = self._outcome(event)
+                    pending.remove(by_id[event["id"]])
+                    current = None
+                elif kind == "bye":
+                    break
+                continue
+            if current is None:  # died or stalled between probes: nothing to blame, stop this worker
+                phrase = describe_exit(worker.kill())[0]
+                for spec in list(pending):
+                    self.outcomes[spec.id] = Outcome("error", f"not run: the worker {phrase} between probes")
+                pending.clear()
+                return
+            spec, started, log = current
+            self.outcomes[spec.id] = self._death(
+                worker, spec, time.monotonic() - started, log, event is False
+            )
+            pending.remove(spec)
+            return  # the caller starts a fresh worker for what is left
+
+    def _outcome(self, event: dict[str, Any]) -> Outcome:
+        result = event.get("result") or {}
+        status = result.get("status")
+        message = str(result.get("message") or "")
+        if status not in ("pass", "warn", "fail", "skip", "error"):
+            message = f"the probe returned status {status!r} (expected pass, warn, fail, skip or error)" + (
+                f": {message}" if message else ""
+            )
+            status = "error"
+        output = event.get("output") or None
+        return Outcome(
+            status,
+            message,
+            dict(result.get("facts") or {}),
+            float(event.get("seconds") or 0.0),
+            output=output,
+        )
+
+    def _death(self, worker: Worker, spec: ProbeSpec, seconds: float, log: str, timed_out: bool) -> Outcome:
+        if timed_out:
+            worker.dump_stacks()
+            worker.kill()
+            limit = self.session.timeout_of(spec)
+            return Outcome(
+                "timeout",
+                f"no result within {limit:g} s; killed it and every process it started",
+                seconds=seconds,
+                output=read_tail(log) or None,
+            )
+        phrase, sig, code = describe_exit(worker.kill())
+        return Outcome(
+            "crash",
+            f"the probe's process {phrase} after {seconds:.2f} s",
+            seconds=seconds,
+            signal=sig,
+            exit_code=code,
+            output=read_tail(log) or None,
+        )
+
+
+class ProbeSession:
+    """Probes against one interpreter. Create it early: the torch worker starts right away."""
+
+    def __init__(
+        self,
+        python: str | None = None,
+        *,
+        torch: bool = True,
+        timeout: float | None = None,
+        startup_limit: float | None = None,
+    ) -> None:
+        self.python = resolve_python(python)
+        self.timeout = timeout
+        self.startup_limit = startup_limit or (min(timeout, STARTUP_LIMIT) if timeout else STARTUP_LIMIT)
+        self.logdir = tempfile.mkdtemp(prefix="kbgen-probe-")
+        self.failed = threading.Event()
+        self.hello: dict[str, Any] | None = None
+        self._serial = 0
+        self._lock = threading.Lock()
+        self.lanes = {"torch": Lane(self, torch=True), "plain": Lane(self, torch=False)}
+        if torch:
+            with contextlib.suppress(InterpreterError):  # reported when the probes run
+                self.lanes["torch"].start()
+
+    def timeout_of(self, spec: ProbeSpec) -> float:
+        return self.timeout if self.timeout else spec.meta.timeout
+
+    def next_serial(self, count: int) -> int:
+        with self._lock:
+            first = self._serial
+            self._serial += count
+            return first
+
+    def run(self, specs: list[ProbeSpec], **report_args: Any) -> ProbeReport:
+        """Run ``specs`` and return the report (see :func:`build_report` for ``report_args``)."""
+        started = time.monotonic()
+        plan = {
+            "torch": order_torch_lane([s for s in specs if s.uses_torch]),
+            "plain": [s for s in specs if not s.uses_torch],
+        }
+        errors: list[str] = []
+        threads = [
+            threading.Thread(target=self._run_lane, args=(name, plan[name], errors), daemon=True)
+            for name in plan
+            if plan[name]
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.1)
+        finally:
+            self.close()
+        from kbgen.probes.build import build_report
+
+        return build_report(
+            self, specs, errors[0] if errors else None, time.monotonic() - started, **report_args
+        )
+
+    def _run_lane(self, name: str, specs: list[ProbeSpec], errors: list[str]) -> None:
+        try:
+            self.lanes[name].run(specs)
+        except InterpreterError as exc:
+            with self._lock:
+                if not errors:
+                    errors.append(str(exc))
+            self.failed.set()
+
+    def outcomes(self) -> dict[str, Outcome]:
+        return {**self.lanes["plain"].outcomes, **self.lanes["torch"].outcomes}
+
+    def close(self) -> None:
+        """Kill any worker still running and remove the logs."""
+        for lane in self.lanes.values():
+            if lane.worker is not None:
+                lane.worker.kill()
+                lane.worker = None
+        shutil.rmtree(self.logdir, ignore_errors=True)
+
+
+def run_probes(
+    specs: list[ProbeSpec],
+    *,
+    python: str | None = None,
+    timeout: float | None = None,
+    redact_paths: bool = False,
+    now: dt.datetime | None = None,
+    host: str | None = None,
+) -> ProbeReport:
+    """Run ``specs`` in ``python`` (default $KBGEN_PYTHON, else this interpreter); never raises for a probe.
+
+    Raises ProbeError only when ``python`` does not exist or is not executable.
+    """
+    session = ProbeSession(python, torch=any(s.uses_torch for s in specs), timeout=timeout)
+    return session.run(specs, redact_paths=redact_paths, now=now, host=host)
