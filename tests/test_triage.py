@@ -1,0 +1,353 @@
+"""`kbgen triage` as a user meets it: real log noise, ranking, bad input, hostile patterns."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from conftest import CAUSE, ERROR_IMA, FIX
+from kbgen.cli import cli
+
+MakeTree = Callable[[dict[str, str | bytes]], Path]
+
+CUBLAS = """\
+---
+id: cublas-error
+title: cuBLAS call failed
+summary: A cuBLAS routine returned an error status.
+signatures:
+  - regex: 'CUBLAS_STATUS_[A-Z_]+'
+    weight: 4
+secondary_to: [cuda-illegal-memory-access]
+---
+"""
+
+OOM = """\
+---
+id: cuda-out-of-memory
+title: CUDA out of memory
+summary: The caching allocator could not find room.
+signatures:
+  - regex: 'CUDA out of memory\\. Tried to allocate'
+    weight: 5
+---
+"""
+
+CUDNN = """\
+---
+id: cudnn-error
+title: cuDNN call failed
+summary: A cuDNN routine returned an error status.
+signatures:
+  - regex: 'cuDNN error: CUDNN_STATUS_\\w+'
+    weight: 6
+secondary_to: [cuda-out-of-memory]
+---
+"""
+
+NOT_AVAILABLE = """\
+---
+id: cuda-not-available
+title: CUDA not available
+summary: torch cannot use a GPU.
+signatures:
+  - regex: 'CUDA initialization: '
+    weight: 1
+---
+"""
+
+IMA_LINE = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+@pytest.fixture
+def project(make_tree: MakeTree, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = make_tree(
+        {
+            "kb/errors/cuda-illegal-memory-access.md": ERROR_IMA,
+            "kb/errors/cublas-error.md": CUBLAS,
+            "kb/errors/cuda-out-of-memory.md": OOM,
+            "kb/errors/cudnn-error.md": CUDNN,
+            "kb/errors/cuda-not-available.md": NOT_AVAILABLE,
+            "kb/causes/out-of-range-index.md": CAUSE,
+            "kb/fixes/clamp-labels.md": FIX,
+        }
+    )
+    monkeypatch.chdir(root)
+    return root
+
+
+def triage(*args: str, stdin: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, ["triage", *args], input=stdin)
+
+
+def write_log(root: Path, text: str | bytes, name: str = "train.log") -> str:
+    path = root / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return name
+
+
+def matches(root: Path, text: str | bytes) -> list[dict[str, object]]:
+    result = triage("--json", write_log(root, text))
+    assert result.exit_code == 0, result.output
+    found: list[dict[str, object]] = json.loads(result.stdout)["matches"]
+    return found
+
+
+def test_triage_shows_lines_causes_fixes_and_probes(project: Path) -> None:
+    log = write_log(project, f"epoch 1 loss 0.3\nTraceback (most recent call last):\n{IMA_LINE}\n")
+    result = triage(log)
+    assert result.exit_code == 0
+    assert result.output == (
+        "train.log: 3 lines; 1 error type match.\n"
+        "\n"
+        "1. cuda-illegal-memory-access (score 3): CUDA illegal memory access\n"
+        f"   line 3: {IMA_LINE}\n"
+        "   Likely causes:\n"
+        "     - out-of-range-index (high): Index or label out of range\n"
+        "         fix clamp-labels: Check labels before the loss\n"
+        "   Probes to run next:\n"
+        "     - gpu: GPU is visible and works\n"
+        "   Record it: kbgen new-bug --from-log train.log\n"
+    )
+
+
+def test_triage_json_ranks_best_first(project: Path) -> None:
+    log = write_log(project, "CUDA out of memory. Tried to allocate 2.00 GiB\nCUBLAS_STATUS_ALLOC_FAILED\n")
+    result = triage("--json", log)
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == {
+        "source": "train.log",
+        "lines": 2,
+        "matches": [
+            {
+                "error": "cuda-out-of-memory",
+                "title": "CUDA out of memory",
+                "score": 5.0,
+                "first_line": 1,
+                "count": 1,
+                "lines": [{"number": 1, "text": "CUDA out of memory. Tried to allocate 2.00 GiB"}],
+                "caused_by": None,
+            },
+            {
+                "error": "cublas-error",
+                "title": "cuBLAS call failed",
+                "score": 4.0,
+                "first_line": 2,
+                "count": 1,
+                "lines": [{"number": 2, "text": "CUBLAS_STATUS_ALLOC_FAILED"}],
+                "caused_by": None,
+            },
+        ],
+        "skipped": [],
+    }
+
+
+def test_primary_error_wins_over_the_errors_it_causes(project: Path) -> None:
+    # after the illegal access every cuBLAS call fails too: more lines, higher raw score
+    later = "".join(f"CUBLAS_STATUS_EXECUTION_FAILED when calling cublasSgemm (step {i})\n" for i in range(9))
+    found = matches(project, f"{IMA_LINE}\n{later}")
+    assert [(m["error"], m["caused_by"]) for m in found] == [
+        ("cuda-illegal-memory-access", None),
+        ("cublas-error", "cuda-illegal-memory-access"),
+    ]
+    result = triage(write_log(project, f"{IMA_LINE}\n{later}"))
+    assert "   likely a consequence of cuda-illegal-memory-access, which appears earlier in the log\n" in (
+        result.output
+    )
+
+
+def test_a_secondary_type_seen_first_is_not_demoted(project: Path) -> None:
+    found = matches(project, f"CUBLAS_STATUS_NOT_INITIALIZED\n{IMA_LINE}\n")
+    assert [(m["error"], m["caused_by"]) for m in found] == [
+        ("cublas-error", None),
+        ("cuda-illegal-memory-access", None),
+    ]
+
+
+def test_chained_exception_names_the_first_error(project: Path) -> None:
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in step\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n"
+        "\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "\n"
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 12, in step\n'
+        "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR\n"
+    )
+    found = matches(project, log)
+    assert [(m["error"], m["caused_by"]) for m in found] == [
+        ("cuda-out-of-memory", None),
+        ("cudnn-error", "cuda-out-of-memory"),
+    ]
+
+
+def test_a_warning_before_the_real_error_does_not_win(project: Path) -> None:
+    log = (
+        "/usr/lib/python3/torch/cuda/__init__.py:88: UserWarning: CUDA initialization: "
+        "unexpected error from cudaGetDeviceCount()\n"
+        "  return torch._C._cuda_getDeviceCount() > 0\n"
+        f"{IMA_LINE}\n"
+    )
+    assert [m["error"] for m in matches(project, log)] == ["cuda-illegal-memory-access", "cuda-not-available"]
+
+
+@pytest.mark.parametrize(
+    ("noisy", "shown"),
+    [
+        # colour codes inside the message
+        (
+            "\x1b[31m\x1b[1mRuntimeError\x1b[0m: CUDA error: an illegal "
+            "\x1b[4mmemory\x1b[0m access was encountered",
+            IMA_LINE,
+        ),
+        # a progress bar redrawn with carriage returns, the error on the same physical line
+        (f"Epoch 1:  10%|#  | 1/10\rEpoch 1:  20%|## | 2/10\r{IMA_LINE}", IMA_LINE),
+        # a rich traceback row
+        (f"│ {IMA_LINE}                          │", IMA_LINE),
+        # interleaved workers
+        (f"[rank3]: {IMA_LINE}", f"[rank3]: {IMA_LINE}"),
+        (f"(RayWorker pid=7046) ERROR 12-25 01:10:28 worker.py:229] {IMA_LINE}", None),
+        # Windows line endings
+        (f"{IMA_LINE}\r", IMA_LINE),
+    ],
+)
+def test_real_log_noise(project: Path, noisy: str, shown: str | None) -> None:
+    log = f"step 1\r\nstep 2\n{noisy}\nstep 3\n"
+    found = matches(project, log)
+    assert found[0]["error"] == "cuda-illegal-memory-access"
+    assert found[0]["first_line"] == 3
+    lines = found[0]["lines"]
+    assert isinstance(lines, list)
+    assert lines[0]["text"] == (shown if shown is not None else noisy)
+
+
+def test_no_match_says_so_and_suggests_new_bug(project: Path) -> None:
+    result = triage(write_log(project, "ValueError: bad config key 'lr'\n"))
+    assert result.exit_code == 0
+    assert result.output == (
+        "No error type in the KB matches train.log (1 line).\n"
+        "To record it as a new bug (and start a new error type from it):\n"
+        "  kbgen new-bug --from-log train.log\n"
+    )
+
+
+def test_reads_stdin(project: Path) -> None:
+    result = triage("--json", "-", stdin=f"noise\n{IMA_LINE}\n")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["source"] == "<stdin>"
+    assert data["matches"][0]["lines"] == [{"number": 2, "text": IMA_LINE}]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "Error: train.log: the log is empty\n  hint: pass the file the failing command wrote to\n"),
+        (
+            b"\n \n\t\n",
+            "Error: train.log: the log is empty\n  hint: pass the file the failing command wrote to\n",
+        ),
+        (
+            b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 4,
+            "Error: train.log: looks like a binary file (NUL bytes near the start), not a log\n"
+            "  hint: if it is UTF-16 text, convert it first: iconv -f UTF-16 -t UTF-8\n",
+        ),
+    ],
+)
+def test_bad_logs_are_one_clear_error(project: Path, content: bytes, message: str) -> None:
+    result = triage(write_log(project, content))
+    assert result.exit_code == 1
+    assert result.output == message
+
+
+def test_missing_log_and_folder(project: Path) -> None:
+    missing = triage("nope.log")
+    assert (missing.exit_code, missing.output) == (
+        1,
+        "Error: nope.log: no such file\n  hint: pass a log file, or - to read stdin\n",
+    )
+    folder = triage("kb")
+    assert (folder.exit_code, folder.output) == (1, "Error: kb: is a folder, not a log file\n")
+
+
+def test_a_single_huge_line_without_newline(project: Path) -> None:
+    filler = "x" * (6 * 1024 * 1024)
+    found = matches(project, f"{filler} {IMA_LINE} {filler}")
+    assert found[0]["error"] == "cuda-illegal-memory-access"
+    assert found[0]["first_line"] == 1
+    lines = found[0]["lines"]
+    assert isinstance(lines, list)
+    assert len(lines[0]["text"]) <= 2000
+
+
+def test_undecodable_bytes_do_not_stop_triage(project: Path) -> None:
+    found = matches(project, b"caf\xe9 \xff\xfe log\n" + IMA_LINE.encode() + b"\n")
+    assert found[0]["first_line"] == 2
+
+
+@pytest.mark.slow
+def test_a_200_mb_log_is_streamed(project: Path) -> None:
+    chunk = ("INFO step ok loss=0.123 lr=1e-4 " * 3 + "\n").encode() * 200_000  # ~20 MB
+    path = project / "big.log"
+    try:
+        with path.open("wb") as handle:
+            for _ in range(10):
+                handle.write(chunk)
+            handle.write(f"{IMA_LINE}\n".encode())
+        lines_before = chunk.count(b"\n") * 10
+        result = triage("--json", "big.log")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["lines"] == lines_before + 1
+        assert data["matches"][0]["lines"] == [{"number": lines_before + 1, "text": IMA_LINE}]
+    finally:
+        path.unlink(missing_ok=True)
+
+
+HOSTILE = """\
+---
+id: slow-pattern
+title: Written by someone unaware of backtracking
+summary: A signature that backtracks exponentially.
+signatures:
+  - regex: 'CUDA error'
+  - regex: '(a+)+$'
+---
+"""
+
+
+def test_catastrophic_pattern_is_skipped_and_named(project: Path) -> None:
+    write_log(project, "a" * 50_000 + "!\n" + "CUDA error: oops\n")
+    (project / "kb/errors/slow-pattern.md").write_text(HOSTILE, encoding="utf-8")
+    # a subprocess, so that a regression hangs one test instead of the whole run
+    done = subprocess.run(
+        [sys.executable, "-m", "kbgen", "triage", "train.log"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    assert done.returncode == 0
+    assert done.stderr == (
+        "warning: kb/errors/slow-pattern.md:7: signature skipped: nested quantifier: a repeated part inside "
+        "another repeat can split the same text in exponentially many ways (like (a+)+ or (.*)*); "
+        "make the inner part unambiguous\n"
+    )
+    assert done.stdout.startswith("train.log: 2 lines; 1 error type match.\n\n1. slow-pattern (score 1)")
+
+
+def test_an_invalid_pattern_is_reported_and_the_rest_still_triaged(project: Path) -> None:
+    broken = HOSTILE.replace("'(a+)+$'", "'[unclosed'").replace("slow-pattern", "broken")
+    (project / "kb/errors/broken.md").write_text(broken, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["triage", write_log(project, f"{IMA_LINE}\n")])
+    assert result.exit_code == 0
+    assert result.stderr == "warning: 1 KB file(s) could not be loaded; `kbgen validate` lists why\n"
+    assert result.stdout.startswith("train.log: 1 line; 1 error type match.\n")
