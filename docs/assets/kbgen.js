@@ -1,0 +1,75 @@
+// kbgen: click a column heading of a `.kb-sortable` table to sort it; type to filter its rows.
+// Works with instant navigation: Material re-runs `document$` subscribers on every page.
+(function () {
+  "use strict";
+
+  function cellKey(cell) {
+    var marked = cell.querySelector("[data-sort]");
+    var text = (marked ? marked.getAttribute("data-sort") : cell.textContent).trim();
+    var number = Number(text);
+    return text !== "" && !isNaN(number) ? number : text.toLowerCase();
+  }
+
+  function compare(a, b) {
+    if (typeof a === typeof b) return a < b ? -1 : a > b ? 1 : 0;
+    return typeof a === "number" ? -1 : 1;
+  }
+
+  function makeSortable(table) {
+    var body = table.tBodies[0];
+    if (!body || table.dataset.kbSortable) return;
+    table.dataset.kbSortable = "1";
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+      th.setAttribute("role", "button");
+      th.addEventListener("click", function () {
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(th.parentNode.cells, function (other) {
+          other.removeAttribute("aria-sort");
+        });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (r1, r2) {
+          var order = compare(cellKey(r1.cells[column]), cellKey(r2.cells[column]));
+          return ascending ? order : -order;
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      });
+    });
+    addFilter(table, body);
+  }
+
+  function addFilter(table, body) {
+    if (body.rows.length < 8) return;
+    var input = document.createElement("input");
+    input.type = "search";
+    input.className = "kb-filter";
+    input.placeholder = "Filter rows";
+    input.setAttribute("aria-label", "Filter the table");
+    var count = document.createElement("span");
+    count.className = "kb-filter-count";
+    input.addEventListener("input", function () {
+      var words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+      var shown = 0;
+      Array.prototype.forEach.call(body.rows, function (row) {
+        var text = row.textContent.toLowerCase();
+        var match = words.every(function (w) { return text.indexOf(w) !== -1; });
+        row.hidden = !match;
+        if (match) shown += 1;
+      });
+      count.textContent = words.length ? shown + " of " + body.rows.length : "";
+    });
+    var wrapper = table.closest(".md-typeset__table") || table;
+    wrapper.parentNode.insertBefore(input, wrapper);
+    wrapper.parentNode.insertBefore(count, wrapper);
+  }
+
+  function init() {
+    document.querySelectorAll(".kb-sortable table").forEach(makeSortable);
+  }
+
+  if (typeof document$ !== "undefined") {
+    document$.subscribe(init);
+  } else {
+    document.addEventListener("DOMContentLoaded", init);
+  }
+})();

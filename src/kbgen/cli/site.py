@@ -1,0 +1,99 @@
+"""Commands for the site: serve it with live reload, or write its pages to a folder."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from kbgen.cli.common import project_of
+
+
+class _Echo(logging.Handler):
+    """mkdocs' log lines on stderr, as its own command prints them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"{record.levelname:<8}-  {record.getMessage()}", err=True)
+
+
+@click.command()
+@click.option("-a", "--dev-addr", default="127.0.0.1:8000", show_default=True, metavar="IP:PORT",
+              help="Address to serve on.")
+@click.option("--full-reload", is_flag=True,
+              help="Rebuild every page on each change. Slower on a large KB, but search and the "
+                   "navigation of every page stay current.")
+@click.option("-f", "--config-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="mkdocs configuration. Default: mkdocs.yml beside kb/.")
+@click.option("-o", "--open", "open_browser", is_flag=True, help="Open the site in a web browser.")
+@click.pass_context
+def serve(ctx: click.Context, dev_addr: str, full_reload: bool, config_file: Path | None, open_browser: bool) -> None:
+    """Serve the KB site and reload the browser when kb/, templates/ or docs/ change.
+
+    Only the pages whose content changed are rebuilt (mkdocs' dirty reload): editing one bug
+    of a thousand takes about a second. Stop with Ctrl+C.
+
+    \b
+    Example:
+      kbgen serve --dev-addr 127.0.0.1:8000
+    """
+    from mkdocs.commands.serve import serve as mkdocs_serve
+    from mkdocs.exceptions import MkDocsException
+
+    from kbgen.errors import KbgenError
+
+    config = config_file or _config_of(ctx)
+    logger = logging.getLogger("mkdocs")
+    logger.setLevel(logging.INFO)
+    logger.addHandler(_Echo())
+    try:
+        # livereload=True explicitly: mkdocs 1.6.1's own flag is off by default with click > 8.2.1.
+        mkdocs_serve(config_file=str(config), livereload=True, build_type=None if full_reload else "dirty",
+                     dev_addr=dev_addr, open_in_browser=open_browser)
+    except (MkDocsException, OSError) as exc:
+        raise KbgenError(f"serving {config} failed: {exc}") from None
+
+
+def _config_of(ctx: click.Context) -> Path:
+    from kbgen.errors import KbgenError
+
+    config = project_of(ctx).root / "mkdocs.yml"
+    if not config.is_file():
+        raise KbgenError(f"no mkdocs.yml in {config.parent}", hint="pass --config-file, or add one with the "
+                         "kbgen plugin (see kbgen's own mkdocs.yml)")
+    return config
+
+
+@click.command("build-pages")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--pages-only", is_flag=True, help="Leave out the hand-written pages and assets of docs/.")
+@click.pass_context
+def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
+    """Write the site's pages into OUT as plain Markdown, for an engine that runs no mkdocs plugins.
+
+    The pages are those the kbgen plugin adds to a mkdocs build, plus the files of docs/. Only
+    files whose content changed are written, and pages an earlier run wrote that no longer exist
+    are removed; nothing else in OUT is touched.
+
+    \b
+    Example:
+      kbgen build-pages build/pages    # then point docs_dir at build/pages
+    """
+    from kbgen import clock, pages, render
+    from kbgen.errors import KbgenError
+
+    project = project_of(ctx)
+    options = pages.site_options(project.root / "mkdocs.yml")
+    docs = project.root / options.docs_dir
+    if out.resolve() == docs.resolve():
+        raise KbgenError(f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
+                         hint="write them to another folder, e.g. build/pages")
+    site, warnings = pages.load_site(project, today=clock.now().date(), stale_days=options.stale_days)
+    for problem in warnings:
+        click.echo(f"warning: {problem.format()}", err=True)
+    env = render.make_environment(render.template_dirs(project.root))
+    files = {page.uri: page.text.encode("utf-8") for page in pages.generate(site, env)}
+    if not pages_only:
+        files = {**pages.folder_files(docs), **files}
+    report = pages.write_pages(files, out)
+    click.echo(f"{out}: {len(report.written)} written, {report.unchanged} unchanged, {len(report.removed)} removed")

@@ -1,0 +1,261 @@
+"""Every generated page of a KB, rendered once per change, and a writer for a pages folder.
+
+A page is rendered again only when something it shows changed: its cache key is the digest of
+the templates plus the content digests of every record the page draws on. The mkdocs plugin and
+``kbgen build-pages`` share this; the writer rewrites a file only when its text changed, so a
+file's modification time says when its page last changed (which ``mkdocs serve --dirty`` uses).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from kbgen import render
+from kbgen.errors import EntryError, KbgenError, Problem
+from kbgen.sitedata import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
+from kbgen.store import Kb, Project, load_kb
+
+MANIFEST = ".kbgen-pages.json"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One generated page: where it goes, its Markdown, and the kb/ file it shows (if one)."""
+
+    uri: str
+    text: str
+    source: str | None = None
+    kind: str = "index"
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def kb_problems(kb: Kb) -> list[Problem]:
+    """What ``kbgen validate`` reports for ``kb`` (load problems alone when it is unavailable)."""
+    try:
+        from kbgen.validate import validate_kb
+    except ImportError:  # pragma: no cover - validate ships with kbgen; keep the site usable without it
+        return list(kb.problems)
+    return validate_kb(kb)
+
+
+def probe_catalogue(project: Project) -> dict[str, ProbeInfo]:
+    """Built-in and project probes by id, as the catalogue page shows them."""
+    try:
+        from kbgen.probes import discover
+    except ImportError:  # pragma: no cover
+        return {}
+    found = {}
+    for spec in discover(project):
+        meta = spec.meta
+        where = f"kbgen/probes/builtin/{spec.path.name}" if spec.builtin else project.rel(spec.path)
+        found[meta.id] = ProbeInfo(meta.id, meta.title, meta.description, list(meta.needs), meta.timeout,
+                                   meta.default, spec.builtin, where)
+    return found
+
+
+def load_site(project: Project, *, today: dt.date, stale_days: int = 180) -> tuple[SiteData, list[Problem]]:
+    """Load and check the KB; raise EntryError listing every error, return the warnings."""
+    kb = load_kb(project)
+    problems = kb_problems(kb)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise EntryError(errors, hint="`kbgen validate` lists the same problems")
+    site = SiteData(kb, today, probe_catalogue(project), stale_days)
+    return site, [p for p in problems if p.severity != "error"]
+
+
+# --------------------------------------------------------------------------- rendering
+
+Renderer = Callable[..., str]
+
+
+@dataclass
+class PageCache:
+    """Rendered pages by dependency key; keeps only what the latest build used."""
+
+    pages: dict[str, str] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+
+def _key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], list[str]]]:
+    """Each page with its render function, arguments and the digests its content depends on."""
+    d = site.digest
+    everything = [d(kind, rid) for kind in ("error", "cause", "fix", "bug") for rid in sorted(site.kb.of(kind))]
+    probes = _key(*(repr(p) for p in site.probes.values()))
+    whole = [_key(*everything), probes, site.today.isoformat(), str(site.stale_days)]
+    for uri, fn in ((HOME, render.render_home), (BUGS, render.render_bug_index),
+                    (ERRORS, render.render_error_index), (CAUSES, render.render_cause_index),
+                    (FIXES, render.render_fix_index), (PROBES, render.render_probes), (TAGS, render.render_tags)):
+        yield Page(uri, ""), fn, (), whole
+    for bug in site.bugs.values():
+        causes = [*bug.confirmed_causes, *bug.suspected_causes]
+        fixes = [f for c in causes if c in site.causes for f in site.causes[c].fixes]
+        deps = [d("bug", bug.id), d("error", bug.error or ""), probes,
+                *(d("cause", c) for c in causes), *(d("fix", f) for f in fixes),
+                *(d("fix", a.fix) for a in bug.fixes_tried),
+                *(d("bug", b) for b in site.related_bugs.get(bug.id, []))]
+        yield _page("bug", bug.id, site), render.render_bug, (bug.id,), deps
+    for error in site.errors.values():
+        cause_ids = [ref.cause for ref in error.causes]
+        deps = [d("error", error.id), probes, *(d("cause", c) for c in cause_ids),
+                *(d("fix", f) for c in cause_ids if c in site.causes for f in site.causes[c].fixes),
+                *(d("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
+                *(d("error", e) for e in [*error.related, *error.secondary_to])]
+        yield _page("error", error.id, site), render.render_error, (error.id,), deps
+    for cause in site.causes.values():
+        deps = [d("cause", cause.id), *(d("fix", f) for f in cause.fixes),
+                *(d("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
+                *(d("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])), site.today.isoformat()]
+        yield _page("cause", cause.id, site), render.render_cause, (cause.id,), deps
+    for fix in site.fixes.values():
+        deps = [d("fix", fix.id), probes, site.today.isoformat(), str(site.stale_days),
+                *(d("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
+                *(d("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, []))]
+        yield _page("fix", fix.id, site), render.render_fix, (fix.id,), deps
+
+
+def _page(kind: str, record_id: str, site: SiteData) -> Page:
+    return Page(page_uri(kind, record_id), "", site.source_of(kind, record_id), kind)
+
+
+def generate(site: SiteData, env: jinja2.Environment, cache: PageCache | None = None,
+             templates_digest: str | None = None) -> list[Page]:
+    """Every page of the site; with ``cache``, pages whose inputs did not change are reused."""
+    cache = cache if cache is not None else PageCache()
+    digest = templates_digest or render.fingerprint(env)
+    fresh: dict[str, str] = {}
+    pages = []
+    for page, fn, args, deps in _plan(site):
+        key = _key(digest, page.uri, *deps)
+        text = cache.pages.get(key)
+        if text is None:
+            cache.misses += 1
+            text = fn(env, site, *args)
+        else:
+            cache.hits += 1
+        fresh[key] = text
+        pages.append(Page(page.uri, text, page.source, page.kind))
+    cache.pages = fresh
+    return pages
+
+
+# --------------------------------------------------------------------------- the site's folders
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    docs_dir: str = "docs"
+    stale_days: int = 180
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Reads mkdocs.yml without importing what its ``!!python/name:`` tags name."""
+
+
+_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+_TolerantLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+
+
+def site_options(config: Path) -> SiteOptions:
+    """docs_dir and the kbgen plugin's stale_days from ``config`` (defaults where it has none)."""
+    try:
+        data = yaml.load(config.read_text(encoding="utf-8"), Loader=_TolerantLoader) or {}
+    except FileNotFoundError:
+        return SiteOptions()
+    except (OSError, yaml.YAMLError) as exc:
+        raise KbgenError(f"{config}: cannot read: {exc}") from None
+    stale = 180
+    for plugin in data.get("plugins") or []:
+        if isinstance(plugin, dict) and isinstance(plugin.get("kbgen"), dict):
+            stale = int(plugin["kbgen"].get("stale_days", stale))
+    return SiteOptions(str(data.get("docs_dir", "docs")), stale)
+
+
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` by its '/'-separated relative path (hidden ones left out)."""
+    found = {}
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        rel = path.relative_to(folder).as_posix()
+        if path.is_file() and not any(part.startswith(".") for part in rel.split("/")):
+            found[rel] = path.read_bytes()
+    return found
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@dataclass
+class WriteReport:
+    written: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    removed: list[str] = field(default_factory=list)
+
+
+def write_pages(files: dict[str, bytes], out: Path) -> WriteReport:
+    """Write ``{relative path: content}`` under ``out``, touching only files whose bytes differ.
+
+    Files written by an earlier run and no longer produced are removed (a manifest in ``out``
+    remembers which files are ours); nothing else in ``out`` is touched.
+    """
+    report = WriteReport()
+    out.mkdir(parents=True, exist_ok=True)
+    for rel, data in sorted(files.items()):
+        path = out / rel
+        try:
+            if path.read_bytes() == data:
+                report.unchanged += 1
+                continue
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            pass
+        except OSError as exc:
+            raise KbgenError(f"{path}: cannot read: {exc.strerror}") from None
+        _replace(path, data)
+        report.written.append(rel)
+    manifest = out / MANIFEST
+    for rel in sorted(set(_read_manifest(manifest)) - set(files)):
+        target = out / rel
+        if target.is_file():
+            target.unlink()
+            report.removed.append(rel)
+    if report.written or report.removed or not manifest.exists():
+        _replace(manifest, json.dumps(sorted(files), indent=0).encode())
+    return report
+
+
+def _read_manifest(path: Path) -> list[str]:
+    try:
+        names: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    # Only plain relative names: a doctored manifest must not delete files outside the folder.
+    return [n for n in names if isinstance(n, str) and not n.startswith(("/", "\\")) and ".." not in n.split("/")]
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write through a temporary file and rename: a reader never sees half a page."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise KbgenError(f"{path}: cannot write: {exc.strerror}", hint="check the folder's permissions") from None

@@ -1,0 +1,238 @@
+"""The Jinja environment and one function per page kind; each returns Markdown text.
+
+Templates come from the project's ``templates/`` first, then the copy packaged with kbgen (a
+wheel carries them as ``kbgen/templates``), then a source checkout's ``templates/``, so a team
+can override one template and keep the others.
+
+Every ``{{ value }}`` is escaped to literal Markdown unless it is :class:`~markupsafe.Markup`
+made on purpose by a filter (``fence``, ``code``, ``body``) or a macro: user text is data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import traceback
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+import kbgen
+from kbgen import mdsafe
+from kbgen.errors import KbgenError, relpath
+from kbgen.models import Likelihood, Status
+from kbgen.sitedata import (
+    BUGS,
+    CAUSES,
+    ERRORS,
+    FIXES,
+    HOME,
+    PROBES,
+    SEVERITY_ORDER,
+    TAGS,
+    SiteData,
+    page_uri,
+    relative,
+)
+
+_LIKELIHOOD_RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
+
+
+class TemplateError(KbgenError):
+    """A template that does not parse or fails while rendering; names file:line."""
+
+
+def template_dirs(project_root: Path | None = None) -> list[Path]:
+    """Where templates are looked up, first match wins: project, packaged copy, source checkout."""
+    package = Path(kbgen.__file__).resolve().parent
+    candidates = [
+        *([project_root / "templates"] if project_root is not None else []),
+        package / "templates",
+        package.parent.parent / "templates",
+    ]
+    seen: list[Path] = []
+    for folder in candidates:
+        if folder.is_dir() and folder.resolve() not in seen:
+            seen.append(folder.resolve())
+    return seen
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Markup):
+        return value
+    if value is None:
+        return Markup("")
+    if isinstance(value, Enum):
+        value = value.value
+    return mdsafe.inline(value)
+
+
+def _when(value: Any) -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+@jinja2.pass_context
+def _href(context: Any, target: str) -> Markup:
+    # Targets are built from validated ids, never from free text.
+    return Markup(relative(target, context["here"]))
+
+
+def make_environment(dirs: list[Path]) -> jinja2.Environment:
+    """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+        autoescape=True,  # with _finalize: anything not Markup becomes literal Markdown
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        inline=mdsafe.inline,
+        fence=mdsafe.fence,
+        code=mdsafe.code,
+        body=mdsafe.body,
+        md=mdsafe.prose,
+        source_link=mdsafe.link,
+        when=_when,
+        json=lambda v: Markup(json.dumps(v, ensure_ascii=False)),
+    )
+    env.globals.update(
+        href=_href,
+        uri=page_uri,
+        HOME=HOME, BUGS=BUGS, ERRORS=ERRORS, CAUSES=CAUSES, FIXES=FIXES, PROBES=PROBES, TAGS=TAGS,
+        SEVERITIES=SEVERITY_ORDER,
+        STATUSES=list(Status),
+    )
+    return env
+
+
+def fingerprint(env: jinja2.Environment) -> str:
+    """A digest of every template the environment can load, as it resolves them."""
+    digest = hashlib.sha256()
+    for name in sorted(env.list_templates(extensions=["j2"])):
+        source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
+        digest.update(name.encode() + b"\0" + source.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def render(env: jinja2.Environment, name: str, **context: Any) -> str:
+    """Render template ``name``; a broken template raises TemplateError naming file:line."""
+    try:
+        return env.get_template(name).render(**context)
+    except jinja2.TemplateSyntaxError as exc:
+        where = f"{relpath(Path(exc.filename))}:{exc.lineno}" if exc.filename else f"{name}:{exc.lineno}"
+        raise TemplateError(f"{where}: {exc.message}", hint="fix the template syntax") from None
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"template {exc.name} not found in {', '.join(map(str, env.loader.searchpath))}"  # type: ignore[union-attr]
+                            ) from None
+    except Exception as exc:  # a template runs code: any failure is reported as template:line
+        where = _template_frame(exc) or name
+        what = exc.message if isinstance(exc, jinja2.TemplateError) and exc.message else f"{type(exc).__name__}: {exc}"
+        raise TemplateError(f"{where}: {what}", hint=f"while rendering {context.get('here', name)}") from None
+
+
+def _template_frame(exc: BaseException) -> str | None:
+    """``file:line`` of the innermost template frame in ``exc``'s traceback."""
+    found = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename.endswith(".j2"):
+            found = f"{relpath(Path(frame.filename))}:{frame.lineno}"
+    return found
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def _page(env: jinja2.Environment, site: SiteData, name: str, here: str, **context: Any) -> str:
+    return render(env, name, site=site, here=here, today=site.today, **context)
+
+
+def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> str:
+    """The dashboard: open bugs by status and severity, recent bugs, busy error types, stale fixes."""
+    bugs = sorted(site.bugs.values(), key=lambda b: (b.updated, b.id), reverse=True)
+    busiest = sorted(site.bugs_by_error.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    failing = [b for b in bugs if site.failed_findings(b)]
+    stale = sorted((f for f in site.fixes.values() if site.is_stale(f)),
+                   key=lambda f: (f.last_verified or dt.date.min, f.id))
+    return _page(env, site, "page-home.md.j2", HOME, recent=bugs[:recent], busiest=busiest[:recent],
+                 failing=failing[:recent], stale=stale, open_bugs=[b for b in bugs if site.is_open(b)])
+
+
+def render_bug_index(env: jinja2.Environment, site: SiteData) -> str:
+    """Every bug in one sortable table, newest first."""
+    bugs = sorted(site.bugs.values(), key=lambda b: b.id, reverse=True)
+    return _page(env, site, "page-bugs.md.j2", BUGS, bugs=bugs)
+
+
+def render_bug(env: jinja2.Environment, site: SiteData, bug_id: str) -> str:
+    """One bug report."""
+    bug = site.bugs[bug_id]
+    tried = {attempt.fix for attempt in bug.fixes_tried}
+    untried: list[str] = []
+    for cause_id in [*bug.confirmed_causes, *bug.suspected_causes]:
+        cause = site.causes.get(cause_id)
+        for fix_id in cause.fixes if cause else []:
+            if fix_id in site.fixes and fix_id not in tried and fix_id not in untried:
+                untried.append(fix_id)
+    return _page(env, site, "page-bug.md.j2", page_uri("bug", bug_id), bug=bug, untried=untried,
+                 source=site.source_of("bug", bug_id), body=site.body("bug", bug_id))
+
+
+def ranked_causes(error: Any) -> list[Any]:
+    """An error type's cause references, most likely first (stable within a rank)."""
+    return sorted(error.causes, key=lambda ref: _LIKELIHOOD_RANK[ref.likelihood])
+
+
+def render_error_index(env: jinja2.Environment, site: SiteData) -> str:
+    errors = sorted(site.errors.values(), key=lambda e: e.title.lower())
+    return _page(env, site, "page-errors.md.j2", ERRORS, errors=errors)
+
+
+def render_error(env: jinja2.Environment, site: SiteData, error_id: str) -> str:
+    """A troubleshooting page: signatures, ranked causes with fixes, diagnostics, bugs."""
+    error = site.errors[error_id]
+    return _page(env, site, "page-error.md.j2", page_uri("error", error_id), error=error,
+                 causes=ranked_causes(error), source=site.source_of("error", error_id),
+                 body=site.body("error", error_id))
+
+
+def render_cause_index(env: jinja2.Environment, site: SiteData) -> str:
+    causes = sorted(site.causes.values(), key=lambda c: c.title.lower())
+    return _page(env, site, "page-causes.md.j2", CAUSES, causes=causes)
+
+
+def render_cause(env: jinja2.Environment, site: SiteData, cause_id: str) -> str:
+    return _page(env, site, "page-cause.md.j2", page_uri("cause", cause_id), cause=site.causes[cause_id],
+                 source=site.source_of("cause", cause_id), body=site.body("cause", cause_id))
+
+
+def render_fix_index(env: jinja2.Environment, site: SiteData) -> str:
+    fixes = sorted(site.fixes.values(), key=lambda f: f.title.lower())
+    return _page(env, site, "page-fixes.md.j2", FIXES, fixes=fixes)
+
+
+def render_fix(env: jinja2.Environment, site: SiteData, fix_id: str) -> str:
+    return _page(env, site, "page-fix.md.j2", page_uri("fix", fix_id), fix=site.fixes[fix_id],
+                 source=site.source_of("fix", fix_id), body=site.body("fix", fix_id))
+
+
+def render_probes(env: jinja2.Environment, site: SiteData) -> str:
+    """The probe catalogue: what each probe checks and how to run it."""
+    probes = sorted(site.probes.values(), key=lambda p: (not p.builtin, p.id))
+    return _page(env, site, "page-probes.md.j2", PROBES, probes=probes)
+
+
+def render_tags(env: jinja2.Environment, site: SiteData) -> str:
+    return _page(env, site, "page-tags.md.j2", TAGS)

@@ -1,0 +1,159 @@
+"""The mkdocs plugin: the KB's pages join the site as generated files; kb/ edits reload it.
+
+``on_files`` loads and checks kb/, renders every page (reusing the ones whose inputs did not
+change) and adds each as a generated file whose edit link points at its kb/ source. Nothing is
+written into docs/. Under ``mkdocs serve --dirty`` the pages are written to a private folder
+instead, each file rewritten only when its page changed, so mkdocs rebuilds just those.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.nav import Navigation, Section
+from mkdocs.structure.pages import Page as MkPage
+
+from kbgen import clock, pages, render
+from kbgen.errors import KbgenError
+from kbgen.sitedata import ERRORS
+from kbgen.store import Project, find_project
+
+log = get_plugin_logger(__name__)
+
+
+class KbgenConfig(base.Config):
+    #: the project folder (or its kb/), relative to mkdocs.yml; default: found from mkdocs.yml up
+    kb = c.Optional(c.Type(str))
+    #: a fix not verified for this many days is listed as stale
+    stale_days = c.Type(int, default=180)
+    #: list the error types under the navigation section whose index is errors/index.md
+    nav_errors = c.Type(bool, default=True)
+
+
+class KbgenPlugin(BasePlugin[KbgenConfig]):
+    """Adds the KB's generated pages to a mkdocs build."""
+
+    def __init__(self) -> None:
+        self.cache = pages.PageCache()
+        self.project: Project | None = None
+        self.pages_dir: Path | None = None  # set under `serve --dirty`
+        self.env: Any = None
+        self.error_uris: list[str] = []
+
+    # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
+    def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
+        if command == "serve" and dirty:
+            self.pages_dir = Path(tempfile.mkdtemp(prefix="kbgen-pages-"))
+
+    def on_shutdown(self) -> None:
+        if self.pages_dir is not None:
+            shutil.rmtree(self.pages_dir, ignore_errors=True)
+
+    def on_config(self, config: MkDocsConfig) -> None:
+        here = Path(config.config_file_path or ".").resolve().parent
+        try:
+            chosen = self.config.kb
+            self.project = find_project(here, override=str(here / chosen) if chosen else None)
+        except KbgenError as exc:
+            raise PluginError(f"kbgen: {exc}") from None
+        if self.env is None:
+            self.env = render.make_environment(render.template_dirs(self.project.root))
+
+    def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+        assert self.project is not None
+        generated = self._generate()
+        docs = Path(config.docs_dir).resolve()
+        bodies = {p.uri: p.text.encode("utf-8") for p in generated}
+        if self.pages_dir is not None:
+            pages.write_pages(bodies, self.pages_dir)
+        for page in generated:
+            if files.get_file_from_path(page.uri) is not None:
+                raise PluginError(f"kbgen: {Path(config.docs_dir, page.uri)} is in the way of the generated "
+                                  f"page {page.uri}; remove or rename it")
+            files.append(self._file(config, page, docs))
+        self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
+        return files
+
+    def _generate(self) -> list[pages.Page]:
+        assert self.project is not None
+        try:
+            site, warnings = pages.load_site(self.project, today=clock.now().date(),
+                                             stale_days=self.config.stale_days)
+            for problem in warnings:
+                log.warning(problem.format())
+            return pages.generate(site, self.env, self.cache)
+        except KbgenError as exc:
+            raise PluginError(f"kbgen: the KB cannot be published:\n{exc}") from None
+
+    def _file(self, config: MkDocsConfig, page: pages.Page, docs: Path) -> File:
+        # Record pages stay out of the sidebar: a nav listing every bug makes each page carry it.
+        level = InclusionLevel.NOT_IN_NAV if page.source else InclusionLevel.UNDEFINED
+        if self.pages_dir is not None:
+            file = File.generated(config, page.uri, abs_src_path=str(self.pages_dir / page.uri), inclusion=level)
+        else:
+            file = File.generated(config, page.uri, content=page.text, inclusion=level)
+        if page.source is not None:
+            assert self.project is not None
+            # Relative to docs/, like every other page's: an edit_uri of ".../docs/" resolves "..".
+            target = self.project.root / page.source
+            file.edit_uri = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
+        return file
+
+    def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
+        section = _section_of(nav.items, ERRORS) if self.config.nav_errors else None
+        if section is None:
+            return nav
+        for uri in self.error_uris:
+            file = files.get_file_from_path(uri)
+            if file is not None and file.page is not None:
+                file.page.parent = section
+                section.children.append(file.page)
+        ordered = list(_pages_in(nav.items))
+        for before, after in zip([None, *ordered], [*ordered, None]):
+            if before is not None:
+                before.next_page = after
+            if after is not None:
+                after.previous_page = before
+        return Navigation(nav.items, ordered)
+
+    def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
+        assert self.project is not None
+        for folder in [self.project.kb, *render.template_dirs(self.project.root)]:
+            server.watch(str(folder))
+        return server
+
+
+def _title_key(page: pages.Page) -> tuple[str, str]:
+    first = next((line for line in page.text.splitlines() if line.startswith("# ")), page.uri)
+    return first.lower(), page.uri
+
+
+def _section_of(items: list[Any], uri: str) -> Section | None:
+    """The nav section whose children include the page at ``uri``."""
+    for item in items:
+        if isinstance(item, Section):
+            if any(isinstance(ch, MkPage) and ch.file.src_uri == uri for ch in item.children):
+                return item
+            found = _section_of(item.children, uri)
+            if found is not None:
+                return found
+    return None
+
+
+def _pages_in(items: list[Any]) -> Any:
+    for item in items:
+        if isinstance(item, MkPage):
+            yield item
+        elif isinstance(item, Section):
+            yield from _pages_in(item.children)

@@ -1,0 +1,205 @@
+"""What the site shows about a loaded KB: where each page lives and which records point where.
+
+Records link forward by id (a bug names its error type, a cause names its fixes); pages also
+show the links backwards ("bugs with this error"). :class:`SiteData` computes both directions
+once per build so every page function is a lookup.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbgen.models import CLOSED_STATUSES, Bug, ErrorType, Fix, ProbeStatus, RootCause, Severity, Status
+from kbgen.store import Kb
+
+HOME = "index.md"
+BUGS = "bugs/index.md"
+ERRORS = "errors/index.md"
+CAUSES = "causes/index.md"
+FIXES = "fixes/index.md"
+PROBES = "probes.md"
+TAGS = "tags.md"
+FOLDER = {"bug": "bugs", "error": "errors", "cause": "causes", "fix": "fixes"}
+
+#: Probe outcomes that mean "this check did not pass".
+FAILED = frozenset({ProbeStatus.fail, ProbeStatus.error, ProbeStatus.crash, ProbeStatus.timeout})
+SEVERITY_ORDER = [Severity.critical, Severity.high, Severity.medium, Severity.low]
+OPEN_STATUSES = [s for s in Status if s not in CLOSED_STATUSES]
+
+#: Environment facts shown first on a bug page: label, fact key ("<probe>.<fact>").
+KEY_FACTS = [
+    ("GPU", "gpu.name"),
+    ("Compute capability", "gpu.capability"),
+    ("Driver", "gpu.driver"),
+    ("CUDA supported by the driver", "gpu.driver_cuda"),
+    ("PyTorch", "torch-build.version"),
+    ("CUDA of the torch build", "torch-build.cuda"),
+    ("cuDNN", "torch-build.cudnn"),
+    ("OS", "system.os"),
+    ("Kernel", "system.kernel"),
+    ("CPU", "cpu.model"),
+]
+
+
+def page_uri(kind: str, record_id: str) -> str:
+    """The docs-relative path of the page of a record of ``kind``."""
+    return f"{FOLDER[kind]}/{record_id}.md"
+
+
+def relative(target: str, here: str) -> str:
+    """A link from the page at ``here`` to the page (or ``page#anchor``) ``target``."""
+    path, _, anchor = target.partition("#")
+    rel = posixpath.relpath(path, posixpath.dirname(here) or ".") if path else ""
+    return f"{rel}#{anchor}" if anchor else rel
+
+
+@dataclass(frozen=True)
+class ProbeInfo:
+    """A probe as the catalogue shows it."""
+
+    id: str
+    title: str
+    description: str
+    needs: list[str]
+    timeout: float
+    default: bool
+    builtin: bool
+    source: str  # where its code lives, for people
+
+
+@dataclass
+class SiteData:
+    """A loaded KB plus the reverse links, counts and dates its pages need."""
+
+    kb: Kb
+    today: dt.date
+    probes: dict[str, ProbeInfo] = field(default_factory=dict)
+    stale_days: int = 180
+    bugs_by_error: dict[str, list[Bug]] = field(default_factory=dict)
+    bugs_by_cause: dict[str, list[tuple[Bug, str]]] = field(default_factory=dict)
+    bugs_by_fix: dict[str, list[tuple[Bug, Any]]] = field(default_factory=dict)
+    errors_by_cause: dict[str, list[tuple[ErrorType, Any]]] = field(default_factory=dict)
+    causes_by_fix: dict[str, list[RootCause]] = field(default_factory=dict)
+    related_bugs: dict[str, list[str]] = field(default_factory=dict)
+    probe_users: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Plain dicts, made once: templates look records up thousands of times per build.
+        self.errors: dict[str, ErrorType] = self.kb.error_types
+        self.causes: dict[str, RootCause] = self.kb.root_causes
+        self.fixes: dict[str, Fix] = self.kb.fix_records
+        self.bugs: dict[str, Bug] = self.kb.bug_records
+        self._link_bugs()
+        self._link_knowledge()
+
+    # ------------------------------------------------------------------ records
+
+    @property
+    def open_statuses(self) -> list[Status]:
+        return OPEN_STATUSES
+
+    def source_of(self, kind: str, record_id: str) -> str:
+        """The project-relative path of the file a record was read from."""
+        entry = self.kb.of(kind)[record_id]
+        return self.kb.project.rel(entry.path)
+
+    def digest(self, kind: str, record_id: str) -> str:
+        """The content digest of a record's file ('-' when there is no such record)."""
+        entry = self.kb.of(kind).get(record_id)
+        return entry.source.digest if entry is not None else "-"
+
+    def body(self, kind: str, record_id: str) -> str:
+        return str(self.kb.of(kind)[record_id].source.body)
+
+    # ------------------------------------------------------------------ reverse links
+
+    def _link_bugs(self) -> None:
+        for bug in sorted(self.bugs.values(), key=lambda b: b.id):
+            if bug.error:
+                self.bugs_by_error.setdefault(bug.error, []).append(bug)
+            for cause in bug.confirmed_causes:
+                self.bugs_by_cause.setdefault(cause, []).append((bug, "confirmed"))
+            for cause in bug.suspected_causes:
+                if cause not in bug.confirmed_causes:
+                    self.bugs_by_cause.setdefault(cause, []).append((bug, "suspected"))
+            for attempt in bug.fixes_tried:
+                self.bugs_by_fix.setdefault(attempt.fix, []).append((bug, attempt))
+            for other in bug.related:
+                self._relate(bug.id, other)
+                self._relate(other, bug.id)
+            for step in bug.progress:
+                if step.probe:
+                    self._use_probe(step.probe, page_uri("bug", bug.id), bug.id, step.title)
+
+    def _relate(self, one: str, other: str) -> None:
+        mates = self.related_bugs.setdefault(one, [])
+        if other != one and other not in mates:
+            mates.append(other)
+            mates.sort()
+
+    def _link_knowledge(self) -> None:
+        for error in sorted(self.errors.values(), key=lambda e: e.id):
+            for ref in error.causes:
+                self.errors_by_cause.setdefault(ref.cause, []).append((error, ref))
+            for step in error.diagnostics:
+                if step.probe:
+                    self._use_probe(step.probe, page_uri("error", error.id), error.title, step.title)
+        for cause in sorted(self.causes.values(), key=lambda c: c.id):
+            for fix_id in cause.fixes:
+                self.causes_by_fix.setdefault(fix_id, []).append(cause)
+        for fix in sorted(self.fixes.values(), key=lambda f: f.id):
+            if fix.verify_probe:
+                self._use_probe(fix.verify_probe, page_uri("fix", fix.id), fix.title, "verifies this fix")
+
+    def _use_probe(self, probe_id: str, uri: str, what: str, why: str) -> None:
+        # Bugs inherit their error type's steps; the catalogue lists the knowledge pages only.
+        if not uri.startswith("bugs/"):
+            self.probe_users.setdefault(probe_id, []).append((uri, what, why))
+
+    # ------------------------------------------------------------------ questions pages ask
+
+    def is_open(self, bug: Bug) -> bool:
+        return bug.status not in CLOSED_STATUSES
+
+    def failed_findings(self, bug: Bug) -> list[Any]:
+        return [f for f in bug.findings if f.status in FAILED]
+
+    def fix_age(self, fix: Fix) -> int | None:
+        """Days since the fix was last verified; None when it never was."""
+        return None if fix.last_verified is None else (self.today - fix.last_verified).days
+
+    def is_stale(self, fix: Fix) -> bool:
+        age = self.fix_age(fix)
+        return age is None or age > self.stale_days
+
+    def open_matrix(self) -> list[tuple[Status, list[int], int]]:
+        """Open bugs counted by status (rows) and severity (columns, most severe first)."""
+        counts = Counter((b.status, b.severity) for b in self.bugs.values() if self.is_open(b))
+        rows = []
+        for status in OPEN_STATUSES:
+            cells = [counts[(status, sev)] for sev in SEVERITY_ORDER]
+            if sum(cells):
+                rows.append((status, cells, sum(cells)))
+        return rows
+
+    def key_facts(self, bug: Bug) -> list[tuple[str, Any]]:
+        values = bug.environment.values
+        return [(label, values[key]) for label, key in KEY_FACTS if values.get(key) not in (None, "")]
+
+    def fact(self, bug: Bug, key: str) -> Any:
+        value = bug.environment.values.get(key)
+        return "" if value is None else value
+
+    def tags_of(self, record: Any) -> list[str]:
+        """A record's tags as the tags plugin may show them (the theme prints tag names raw)."""
+        return [t for t in (clean_tag(tag) for tag in record.tags) if t]
+
+
+def clean_tag(tag: str) -> str:
+    """``tag`` reduced to letters, digits, spaces and ``.+-_/``; the theme shows tags unescaped."""
+    kept = "".join(ch for ch in str(tag) if ch.isalnum() or ch in " .+-_/")
+    return " ".join(kept.split())[:60]
