@@ -121,3 +121,12 @@ def _no_user_kb(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own $KBGEN_KB must not leak into the tests."""
     if "KBGEN_KB" in os.environ:
         monkeypatch.delenv("KBGEN_KB")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite the expected files in tests/golden/ from the current output instead of comparing",
+    )
