@@ -52,6 +52,8 @@ def dump_keys(values: dict[str, Any]) -> str:
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.default_flow_style = False
+    # one timestamp shared by several fields must be written out each time, not as &id001/*id001
+    yaml.representer.ignore_aliases = lambda data: True
     for kind in (dt.datetime, dt.date):
         yaml.representer.add_representer(kind, _represent_time)
     out = io.StringIO()
