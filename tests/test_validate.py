@@ -46,7 +46,7 @@ def test_clean_kb_passes(kb_project: Path) -> None:
 
 
 def test_dangling_references_everywhere_are_all_reported(kb_project: Path) -> None:
-    edit(kb_project, "kb/errors/cuda-illegal-memory-access.md", "probe: gpu", "probe: gpu-arch")
+    edit(kb_project, "kb/errors/cuda-illegal-memory-access.md", "probe: gpu", "probe: gpus")
     edit(kb_project, "kb/causes/out-of-range-index.md", "  - clamp-labels", "  - clamp-label")
     edit(
         kb_project, "kb/bugs/BUG-20251109-002.md", "tags: [loss]", "tags: [loss]\nrelated: [BUG-20250101-001]"
@@ -54,7 +54,7 @@ def test_dangling_references_everywhere_are_all_reported(kb_project: Path) -> No
     code, out = run("validate")
     assert code == 1
     assert (
-        "kb/errors/cuda-illegal-memory-access.md:16: diagnostics.0.probe: no probe 'gpu-arch' "
+        "kb/errors/cuda-illegal-memory-access.md:16: diagnostics.0.probe: no probe 'gpus' "
         "in the built-in probes or kb/probes/; did you mean 'gpu'?"
     ) in out
     assert (

@@ -42,8 +42,9 @@ _PLACEHOLDER_RE = re.compile(
 _MOJIBAKE_RE = re.compile(
     r"â[€œ\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u02c6\u2013-\u203a\u20ac\u2122]|Ã[\u0080-\u00bf]|ðŸ|Â[\u00a0-\u00bf]"
 )
+_TEXT_RE = re.compile(f"(?P<placeholder>{_PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
 _FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
-_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
@@ -85,7 +86,7 @@ def _at(
 ) -> Problem:
     line = entry.source.parsed.line_of(loc) if loc else None
     field = ".".join(str(p) for p in loc) if loc else None
-    return Problem(kb.project.rel(entry.path), line, field, message, severity, **kw)
+    return Problem(entry.source.rel, line, field, message, severity, **kw)
 
 
 # --------------------------------------------------------------------------- references
@@ -189,66 +190,73 @@ def check_signatures(kb: Kb) -> Iterator[Problem]:
 
 
 def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
-    """Placeholders and mojibake anywhere in the file; empty sections in a bug's body."""
+    """Placeholders and mojibake anywhere in the file (not in code blocks or HTML comments);
+    empty sections in a bug's body. One regex pass per file; line numbers only on a hit."""
     source = entry.source
-    body_first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
-    fm_lines = source.text[: source.parsed.body_start].split("\n")
-    for number, line in enumerate(fm_lines, start=1):
-        yield from _line_problems(kb, entry, number, line)
-    in_fence = ""
-    for number, line in enumerate(source.body.split("\n"), start=body_first_line):
-        fence = _FENCE_RE.match(line)
-        if fence:
-            marker = fence.group(1)
-            if not in_fence:
-                in_fence = marker
-            elif marker.startswith(in_fence[0]) and len(marker) >= len(in_fence):
-                in_fence = ""
-            continue
-        if not in_fence:
-            yield from _line_problems(kb, entry, number, _COMMENT_RE.sub("", line))
+    rel = source.rel
+    if not _might_have_bad_text(source.text):
+        hits: Iterable[re.Match[str]] = ()
+    else:
+        text = source.text[: source.parsed.body_start] + _mask(source.body)
+        hits = _TEXT_RE.finditer(text)
+    for hit in hits:
+        line = text.count("\n", 0, hit.start()) + 1
+        if hit.lastgroup == "placeholder":
+            message = f"template placeholder left in the text: {hit.group(0)!r}"
+            yield Problem(rel, line, None, message, code="placeholder")
+        else:
+            message = (
+                f"mojibake {hit.group(0)!r}: UTF-8 text was decoded as cp1252 somewhere; "
+                "`kbgen import` repairs such files"
+            )
+            yield Problem(rel, line, None, message, code="mojibake")
     if type(entry.record).KIND == "bug":
-        yield from _empty_sections(kb, entry, body_first_line)
+        first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
+        yield from _empty_sections(rel, _mask(source.body), first_line)
 
 
-def _line_problems(kb: Kb, entry: Entry, number: int, line: str) -> Iterator[Problem]:
-    rel = kb.project.rel(entry.path)
-    if placeholder := _PLACEHOLDER_RE.search(line):
-        yield Problem(
-            rel,
-            number,
-            None,
-            f"template placeholder left in the text: {placeholder.group(0)!r}",
-            code="placeholder",
-        )
-    if bad := _MOJIBAKE_RE.search(line):
-        yield Problem(
-            rel,
-            number,
-            None,
-            f"mojibake {bad.group(0)!r}: UTF-8 text was decoded as cp1252 somewhere; "
-            "`kbgen import` repairs such files",
-            code="mojibake",
-        )
+def _might_have_bad_text(text: str) -> bool:
+    """A cheap screen (substring search runs at C speed) before the slower exact regex."""
+    return any(p in text for p in PLACEHOLDERS) or any(c in text for c in _MOJIBAKE_LEADS)
 
 
-def _empty_sections(kb: Kb, entry: Entry, first_line: int) -> Iterator[Problem]:
-    lines = entry.source.body.split("\n")
-    headings = [(i, m) for i, line in enumerate(lines) if (m := _HEADING_RE.match(line))]
-    for index, (i, match) in enumerate(headings):
+_MOJIBAKE_LEADS = "âÃðÂ"
+
+
+def _mask(body: str) -> str:
+    """The body with fenced code and HTML comments blanked out (newlines kept, so lines still count)."""
+    if "<!--" in body:
+        body = _COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), body)
+    if "```" not in body and "~~~" not in body:
+        return body
+    out, fence = [], ""
+    for line in body.split("\n"):
+        opened = _FENCE_RE.match(line)
+        if opened and not fence:
+            fence = opened.group(1)
+            out.append(line)
+        elif fence:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = ""
+                out.append(line)
+            else:
+                out.append("")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _empty_sections(rel: str, body: str, first_line: int) -> Iterator[Problem]:
+    headings = list(_HEADING_RE.finditer(body))
+    for index, match in enumerate(headings):
         following = headings[index + 1] if index + 1 < len(headings) else None
-        end = following[0] if following else len(lines)
-        if following and len(following[1].group(1)) > len(match.group(1)):
+        if following and len(following.group(1)) > len(match.group(1)):
             continue  # its content is in its sub-sections
-        content = _COMMENT_RE.sub("", "\n".join(lines[i + 1 : end])).strip()
-        if not content:
+        content = body[match.end() : following.start() if following else len(body)]
+        if not content.strip():
+            line = first_line + body.count("\n", 0, match.start())
             yield Problem(
-                kb.project.rel(entry.path),
-                first_line + i,
-                None,
-                f"section '{match.group(2)}' is empty",
-                "warning",
-                code="empty-section",
+                rel, line, None, f"section '{match.group(2)}' is empty", "warning", code="empty-section"
             )
 
 

@@ -72,8 +72,15 @@ class _LineLoader(_BaseLoader):
         data.update(self.construct_mapping(node))
         self.key_lines[id(data)] = self._pending.pop(id(node), {})
 
+    def construct_yaml_seq(self, node: yaml.SequenceNode) -> Any:
+        data: list[Any] = []
+        yield data
+        data.extend(self.construct_sequence(node))
+        self.key_lines[id(data)] = {i: child.start_mark.line for i, child in enumerate(node.value)}
+
 
 _LineLoader.add_constructor("tag:yaml.org,2002:map", _LineLoader.construct_yaml_map)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _LineLoader.construct_yaml_seq)
 
 
 @dataclass
@@ -93,15 +100,14 @@ class Parsed:
         node: Any = self.data
         found: int | None = None
         for part in loc:
-            if isinstance(node, dict):
-                lines = self.key_lines.get(id(node), {})
-                if part in lines:
-                    found = self.fm_first_line + lines[part]
-                node = node.get(part)
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                node = node[part]
-            else:
+            in_dict = isinstance(node, dict) and part in node
+            in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+            if not (in_dict or in_list):
                 break
+            lines = self.key_lines.get(id(node), {})
+            if part in lines:
+                found = self.fm_first_line + lines[part]
+            node = node[part]
         return found
 
 
