@@ -14,8 +14,11 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
+from yaml.resolver import Resolver
 
 from kbgen.store import Source, atomic_write, encode
+
+_RESOLVER = Resolver()  # PyYAML's (YAML 1.1) resolver: the one the read path uses
 
 
 def plain(value: Any) -> Any:
@@ -56,9 +59,20 @@ def dump_keys(values: dict[str, Any]) -> str:
     yaml.representer.ignore_aliases = lambda data: True
     for kind in (dt.datetime, dt.date):
         yaml.representer.add_representer(kind, _represent_time)
+    yaml.representer.add_representer(str, _represent_str)
     out = io.StringIO()
     yaml.dump({k: _literal_multiline(plain(v)) for k, v in values.items()}, out)
     return out.getvalue()
+
+
+def _represent_str(representer: Any, value: str) -> Any:
+    """Quote strings the YAML 1.1 reader would take for something else ('no' -> False, '1:20' -> 80)."""
+    import yaml as pyyaml
+
+    tag = _RESOLVER.resolve(pyyaml.ScalarNode, value, (True, False))
+    if tag != "tag:yaml.org,2002:str":
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return representer.represent_str(value)
 
 
 def _represent_time(representer: Any, value: dt.date) -> Any:
