@@ -107,3 +107,56 @@ def _print_next_steps(error_id: str, kb: Kb) -> None:
 
 def _clip(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# --------------------------------------------------------------------------- import
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
+@click.pass_context
+def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool) -> None:
+    """Turn Markdown bug reports written by hand into bugs in kb/bugs/.
+
+    Frontmatter (bug_id, severity, status, tags, date) and the sections kbgen has fields
+    for (Bug ID, Environment, Error Messages, a Status checklist) become the record's
+    fields; every other section stays in the body as written. Mojibake is repaired and
+    sections that hold only unfilled template text are dropped. A report without an id
+    gets a new one; an id that is already in kb/bugs/ is reported and left alone.
+    Exit status 1 when any report was not imported.
+
+    \b
+    Example:
+      kbgen import --dry-run old-reports/*.md
+      kbgen import old-reports/*.md
+    """
+    from pathlib import Path
+
+    from kbgen.importer import import_report
+    from kbgen.store import load_kb
+
+    kb = load_kb(project_of(ctx))
+    failed = 0
+    for name in paths:
+        outcome = import_report(Path(name), kb, dry_run=dry_run)
+        if outcome.state in ("error", "exists"):
+            failed += 1
+            what = "skipped" if outcome.state == "exists" else "not imported"
+            click.echo(f"{name}: {what}: {outcome.message}", err=True)
+            continue
+        assert outcome.path is not None and outcome.draft is not None
+        where = kb.project.rel(outcome.path)
+        verb = "would write" if dry_run else "wrote"
+        click.echo(f"{name}: {verb} {where}")
+        for note in outcome.draft.notes:
+            click.echo(f"  {note}")
+        if dry_run:
+            assert outcome.bug_id is not None
+            click.echo(_indent(outcome.draft.render(outcome.bug_id)))
+    if failed:
+        ctx.exit(1)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"    {line}" if line else "" for line in text.splitlines())

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbgen.store import Kb
 from kbgen.triage.regexcheck import required_keywords, signature_problems
-from kbgen.triage.scan import MAX_LINE, ScanResult, Signature, SignatureHits, scan_log
+from kbgen.triage.scan import MAX_LINE, ScanResult, Signature, SignatureHits, scan_log, scan_stream
 
 __all__ = [
     "LogDraft",
@@ -24,6 +24,7 @@ __all__ = [
     "draft_from_log",
     "signature_problems",
     "triage_log",
+    "triage_text",
 ]
 
 #: an extra matching line adds this share of a signature's weight, up to REPEAT_CAP lines
@@ -117,6 +118,17 @@ def triage_log(source: str, kb: Kb) -> TriageReport:
     matches = rank(scan, kb)
     name = "<stdin>" if source == "-" else source
     return TriageReport(source=name, lines=scan.lines, matches=matches, skipped=skipped, tail=scan.tail)
+
+
+def triage_text(text: str, kb: Kb, name: str = "<text>") -> TriageReport:
+    """Rank the error types a piece of text (an error message, a pasted traceback) shows."""
+    import io
+
+    signatures, skipped = compile_signatures(kb)
+    scan = scan_stream(io.BytesIO(text.encode("utf-8")), name, signatures)
+    return TriageReport(
+        source=name, lines=scan.lines, matches=rank(scan, kb), skipped=skipped, tail=scan.tail
+    )
 
 
 def rank(scan: ScanResult, kb: Kb) -> list[Match]:

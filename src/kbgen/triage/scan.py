@@ -232,13 +232,18 @@ class Scanner:
 def scan_log(source: str, signatures: list[Signature]) -> ScanResult:
     """Stream ``source`` (a path or ``-``) through the signatures."""
     stream, name = open_log(source)
-    scanner = Scanner(signatures)
     try:
-        for block in iter_blocks(stream, name):
-            scanner.feed(block)
+        return scan_stream(stream, name, signatures)
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+def scan_stream(stream: BinaryIO, name: str, signatures: list[Signature]) -> ScanResult:
+    """Scan an open binary stream; ``name`` is used in messages."""
+    scanner = Scanner(signatures)
+    for block in iter_blocks(stream, name):
+        scanner.feed(block)
     if scanner.blank:
         raise KbgenError(f"{name}: the log is empty", hint="pass the file the failing command wrote to")
     lines = scanner.line - 1 + (1 if scanner.ends_open else 0)
