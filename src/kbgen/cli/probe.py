@@ -108,9 +108,11 @@ def _run(
     if bug_id is not None:
         assert project is not None
         from kbgen.fill import plan_fill
+        from kbgen.store import load_kb
 
-        entry = _bug_entry(_load(project), bug_id)
-        plan = plan_fill(_load(project), entry.record, specs)
+        kb = load_kb(project)
+        entry = _bug_entry(kb, bug_id)
+        plan = plan_fill(kb, entry.record, specs)
         for missing in plan.missing:
             click.echo(f"warning: {entry.record.id} names probe '{missing}', which does not exist", err=True)
         ids = ids or plan.probe_ids
@@ -119,18 +121,6 @@ def _run(
     report = session.run(chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
     report.problems = [p.format() for p in problems]
     return report, fill
-
-
-_KB_CACHE: dict[Path, Kb] = {}
-
-
-def _load(project: Project) -> Kb:
-    from kbgen.store import load_kb
-
-    if project.root not in _KB_CACHE:
-        _KB_CACHE.clear()
-        _KB_CACHE[project.root] = load_kb(project)
-    return _KB_CACHE[project.root]
 
 
 def _project(ctx: click.Context, *, required: bool) -> Project | None:
@@ -182,9 +172,13 @@ def _fill(entry: Entry, plan: Any, report: ProbeReport, as_json: bool) -> None:
             f"{entry.path}: changed on disk while the probes ran; nothing was written to it",
             hint=f"the results are saved in {saved}; run the command again to fill the new version",
         ) from exc
-    rel = entry.source.path
+    from kbgen.errors import relpath
+
+    rel = relpath(entry.path)
     if not outcome.written:
         message = f"{outcome.bug_id}: nothing to change in {rel}"
+    elif "history" not in outcome.changed:
+        message = f"{outcome.bug_id}: same results as last time; updated the timestamps in {rel}"
     else:
         message = f"{outcome.bug_id}: wrote {', '.join(outcome.changed)} to {rel}"
         if outcome.status_change:

@@ -68,11 +68,15 @@ def builtin_files() -> list[Path]:
 def read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
     """Read ``PROBE`` from ``path`` statically; return the metadata or the problems found."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [
-            Problem(rel, None, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}", code="probe")
-        ]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [Problem(rel, None, None, f"cannot read: {exc.strerror or exc}", code="probe")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        message = f"not UTF-8: byte 0x{raw[exc.start]:02x}; save the file as UTF-8"
+        return None, [Problem(rel, line, None, message, code="probe")]
     try:
         tree = ast.parse(text, filename=rel)
     except SyntaxError as exc:
@@ -240,19 +244,27 @@ def select(specs: list[ProbeSpec], ids: list[str], problems: list[Problem] | Non
 
 
 def _unknown_message(unknown: list[str], known: list[str], problems: list[Problem]) -> str:
-    import difflib
-
     parts = []
     for probe_id in unknown:
-        close = difflib.get_close_matches(probe_id, known, n=1)
         broken = [p for p in problems if Path(p.path).stem == probe_id]
+        close = _close_ids(probe_id, known)
         text = f"unknown probe id '{probe_id}'"
         if broken:
             text += f" (its file is broken: {broken[0].format()})"
         elif close:
-            text += f"; did you mean '{close[0]}'?"
+            text += f" (did you mean {' or '.join(repr(c) for c in close)}?)"
         parts.append(text)
-    return "; ".join(parts) + f". Known probes: {', '.join(known)}"
+    return "; ".join(parts) + f"; known probes: {', '.join(known)}"
+
+
+def _close_ids(probe_id: str, known: list[str]) -> list[str]:
+    """Ids that look alike, or that share the first word (``gpu-arch`` -> ``gpu``)."""
+    import difflib
+
+    close = difflib.get_close_matches(probe_id, known, n=2)
+    head = probe_id.split("-")[0]
+    close += [k for k in known if k.split("-")[0] == head and k not in close]
+    return close[:3]
 
 
 def meta_dict(spec: ProbeSpec) -> dict[str, Any]:

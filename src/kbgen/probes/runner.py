@@ -119,6 +119,7 @@ class Lane:
         event = worker.next_event(limit - (time.monotonic() - worker.started))
         if isinstance(event, dict) and event.get("event") == "hello":
             self.session.hello = event
+            self.session.settled.set()
             return
         if event is False:
             worker.kill()
@@ -268,6 +269,8 @@ class ProbeSession:
         self.startup_limit = startup_limit or (min(timeout, STARTUP_LIMIT) if timeout else STARTUP_LIMIT)
         self.logdir = tempfile.mkdtemp(prefix="kbgen-probe-")
         self.failed = threading.Event()
+        #: set once the first worker said hello (or could not): the interpreter is checked only once
+        self.settled = threading.Event()
         self.hello: dict[str, Any] | None = None
         self._serial = 0
         self._lock = threading.Lock()
@@ -293,8 +296,13 @@ class ProbeSession:
             "plain": [s for s in specs if not s.uses_torch],
         }
         errors: list[str] = []
+        # With two lanes the torch lane goes first and the plain one waits for its hello (a few
+        # milliseconds): an interpreter that cannot start is then found by one worker, not two.
+        scout = bool(plan["torch"] and plan["plain"])
         threads = [
-            threading.Thread(target=self._run_lane, args=(name, plan[name], errors), daemon=True)
+            threading.Thread(
+                target=self._run_lane, args=(name, plan[name], errors, scout and name == "plain")
+            )
             for name in plan
             if plan[name]
         ]
@@ -312,14 +320,17 @@ class ProbeSession:
             self, specs, errors[0] if errors else None, time.monotonic() - started, **report_args
         )
 
-    def _run_lane(self, name: str, specs: list[ProbeSpec], errors: list[str]) -> None:
+    def _run_lane(self, name: str, specs: list[ProbeSpec], errors: list[str], wait: bool) -> None:
         try:
+            if wait:
+                self.settled.wait()
             self.lanes[name].run(specs)
         except InterpreterError as exc:
             with self._lock:
                 if not errors:
                     errors.append(str(exc))
             self.failed.set()
+            self.settled.set()
 
     def outcomes(self) -> dict[str, Outcome]:
         return {**self.lanes["plain"].outcomes, **self.lanes["torch"].outcomes}

@@ -48,7 +48,8 @@ def format_summary(report: ProbeReport) -> str:
     order = ["pass", "warn", "fail", "error", "crash", "timeout", "skip"]
     counts = report.counts()
     parts = ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
-    return f"{len(report.results)} probes in {report.wall_s:.2f} s: {parts or 'none ran'}"
+    noun = "probe" if len(report.results) == 1 else "probes"
+    return f"{len(report.results)} {noun} in {report.wall_s:.2f} s: {parts or 'none ran'}"
 
 
 def format_list(specs: list[ProbeSpec], root_label: Callable[[ProbeSpec], str]) -> str:
@@ -62,7 +63,13 @@ def format_list(specs: list[ProbeSpec], root_label: Callable[[ProbeSpec], str]) 
         lines.append(f"{spec.id:<{width}}  {default:<7}  {needs:<14}  {meta.timeout:>5g} s  {meta.title}")
         body = f"{meta.description} [{root_label(spec)}]" if meta.description else f"[{root_label(spec)}]"
         lines.extend(
-            textwrap.wrap(body, 100, initial_indent=" " * (width + 2), subsequent_indent=" " * (width + 2))
+            textwrap.wrap(
+                body,
+                100,
+                break_on_hyphens=False,
+                initial_indent=" " * (width + 2),
+                subsequent_indent=" " * (width + 2),
+            )
         )
     lines.append("")
     lines.append(

@@ -1,0 +1,24 @@
+"""Probe files for tests: real Python code run by real child processes."""
+
+from __future__ import annotations
+
+import textwrap
+
+
+def probe_file(
+    probe_id: str, body: str, *, needs: str = "[]", timeout: float = 20, default: bool = False
+) -> str:
+    """A project probe file whose ``run()`` has ``body`` (indented for you)."""
+    return (
+        f'PROBE = {{"id": "{probe_id}", "title": "Test probe {probe_id}", "needs": {needs}, '
+        f'"timeout": {timeout}, "default": {default}}}\n\n\n'
+        "def run():\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
+    )
+
+
+PASS = 'return {"status": "pass", "message": "all good", "facts": {"answer": 42}}'
+SIGILL = "import os, signal\nos.kill(os.getpid(), signal.SIGILL)"
+SEGFAULT = 'import ctypes\nctypes.string_at(0)\nreturn {"status": "pass", "message": "unreachable"}'
+HANG = "import time\nwhile True:\n    time.sleep(1)"
+GARBAGE = 'print("this is not JSON {{{")\nimport os\nos.write(1, b"\\x00\\xff raw bytes\\n")\nreturn {"status": "pass", "message": "printed junk", "facts": {}}'
+RAISES = 'raise ValueError("label 7 out of range for 5 classes")'

@@ -1,0 +1,156 @@
+"""Probes that crash, hang, print garbage or raise become results; the others still run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from probes_fixtures import GARBAGE, HANG, PASS, RAISES, SEGFAULT, SIGILL, probe_file
+
+from kbgen.cli import cli
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def report_of(*args: str) -> dict:
+    code, out, err = run_cli("probe", "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def bad_probes(kb_project: Path) -> Path:
+    files = {
+        "ok.py": probe_file("ok", PASS),
+        "sigill.py": probe_file("sigill", SIGILL),
+        "segv.py": probe_file("segv", SEGFAULT),
+        "hang.py": probe_file("hang", HANG, timeout=1.5),
+        "garbage.py": probe_file("garbage", GARBAGE),
+        "raises.py": probe_file("raises", RAISES),
+        "exits.py": probe_file("exits", "import os\nos._exit(3)"),
+        "sysexit.py": probe_file("sysexit", "import sys\nsys.exit(2)"),
+        "notdict.py": probe_file("notdict", 'print(\'{"status": "pass"}\')'),
+        "badstatus.py": probe_file("badstatus", 'return {"status": "great", "message": "hm"}'),
+    }
+    for name, text in files.items():
+        (kb_project / "kb" / "probes" / name).write_text(text)
+    return kb_project
+
+
+def by_id(report: dict) -> dict[str, dict]:
+    return {r["id"]: r for r in report["results"]}
+
+
+def test_every_bad_probe_becomes_a_result_and_the_rest_still_run(bad_probes: Path) -> None:
+    ids = ["sigill", "ok", "segv", "hang", "garbage", "raises", "exits", "sysexit", "notdict", "badstatus"]
+    report = report_of(*ids)
+    results = by_id(report)
+    assert [r["id"] for r in report["results"]] == ids
+
+    assert results["ok"]["status"] == "pass"
+    assert results["ok"]["facts"] == {"answer": 42}
+
+    assert results["sigill"]["status"] == "crash"
+    assert results["sigill"]["signal"] == "SIGILL"
+    assert "died of SIGILL (illegal instruction)" in results["sigill"]["message"]
+    assert "Fatal Python error" in results["sigill"]["stderr_tail"]  # faulthandler's last words
+
+    assert results["segv"]["status"] == "crash"
+    assert results["segv"]["signal"] == "SIGSEGV"
+    assert "string_at" in results["segv"]["stderr_tail"]  # the Python stack of the crash
+
+    assert results["hang"]["status"] == "timeout"
+    assert results["hang"]["message"] == "no result within 1.5 s; killed it and every process it started"
+    assert 'hang.py", line 7 in run' in results["hang"]["stderr_tail"]  # where it hung
+
+    assert results["garbage"]["status"] == "pass"
+    assert "this is not JSON {{{" in results["garbage"]["stderr_tail"]
+
+    assert results["raises"]["status"] == "error"
+    assert results["raises"]["message"] == "ValueError: label 7 out of range for 5 classes"
+    assert "Traceback" in results["raises"]["stderr_tail"]
+
+    assert results["exits"]["status"] == "crash"
+    assert results["exits"]["exit_code"] == 3
+    assert "exited with status 3" in results["exits"]["message"]
+
+    assert results["sysexit"] == results["sysexit"] | {
+        "status": "error",
+        "message": "the probe called sys.exit(2)",
+    }
+
+    assert results["notdict"]["status"] == "error"
+    assert results["notdict"]["message"].startswith("run() returned NoneType, not a dict (it printed")
+
+    assert results["badstatus"]["status"] == "error"
+    assert "status 'great'" in results["badstatus"]["message"]
+
+
+def test_table_shows_the_crash_and_its_last_words(bad_probes: Path) -> None:
+    code, out, _ = run_cli("probe", "ok", "sigill")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[2].split() == ["PROBE", "STATUS", "RESULT"]
+    assert lines[3] == "ok      pass     all good"
+    assert lines[4].startswith(
+        "sigill  crash    the probe's process died of SIGILL (illegal instruction) after "
+    )
+    assert any(line.startswith("        | Fatal Python error: Illegal instruction") for line in lines)
+    assert lines[-1].startswith("2 probes in ") and lines[-1].endswith(" s: 1 pass, 1 crash")
+
+
+def test_timeout_option_overrides_every_probe(bad_probes: Path) -> None:
+    report = report_of("--timeout", "0.5", "hang", "ok")
+    assert (
+        by_id(report)["hang"]["message"] == "no result within 0.5 s; killed it and every process it started"
+    )
+    assert by_id(report)["ok"]["status"] == "pass"
+
+
+def test_a_hung_probe_leaves_no_process_behind(kb_project: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    body = f"""
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        time.sleep(600)
+    """
+    (kb_project / "kb" / "probes" / "spawner.py").write_text(probe_file("spawner", body, timeout=2))
+    report = report_of("spawner")
+    assert by_id(report)["spawner"]["status"] == "timeout"
+    child = int(pidfile.read_text())
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a killed child whose new parent has not reaped it yet is a zombie)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_probe_cannot_read_kbgen_job_list_from_stdin(kb_project: Path) -> None:
+    body = 'import sys\nreturn {"status": "pass", "message": repr(sys.stdin.read())}'
+    (kb_project / "kb" / "probes" / "reader.py").write_text(probe_file("reader", body))
+    (kb_project / "kb" / "probes" / "after.py").write_text(probe_file("after", PASS))
+    report = report_of("reader", "after")
+    assert by_id(report)["reader"]["message"] == "''"
+    assert by_id(report)["after"]["status"] == "pass"
+
+
+def test_probes_run_in_the_chosen_interpreter_not_in_kbgen(kb_project: Path) -> None:
+    body = 'import sys\nreturn {"status": "pass", "message": sys.executable, "facts": {"kbgen": "kbgen" in sys.modules}}'
+    (kb_project / "kb" / "probes" / "where.py").write_text(probe_file("where", body))
+    report = report_of("where")
+    assert by_id(report)["where"]["message"] == report["python"]["executable"]
+    assert by_id(report)["where"]["facts"] == {"kbgen": False}
+    assert report["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
