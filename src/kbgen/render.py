@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import html
 import json
 import traceback
 from enum import Enum
@@ -107,6 +108,8 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         source_link=mdsafe.link,
         when=_when,
         json=lambda v: Markup(json.dumps(v, ensure_ascii=False)),
+        # for the `title:` key: the theme prints page titles unescaped (and unescapes H1 text)
+        html=lambda v: html.escape(str(v), quote=True),
     )
     env.globals.update(
         href=_href,

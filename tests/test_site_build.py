@@ -1,0 +1,160 @@
+"""`mkdocs build --strict` of a fixture KB, and `kbgen build-pages`, as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from site_kb import TODAY, make_site_project, write_files
+
+from kbgen.cli import cli
+
+MKDOCS = [sys.executable, "-m", "mkdocs"]
+
+
+def build(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KBGEN_NOW": TODAY, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([*MKDOCS, "build", "--strict", *extra], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def html_of(project: Path, page: str) -> str:
+    return (project / "site" / page / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_site_project(tmp_path)
+
+
+def test_strict_build_publishes_every_page_and_writes_nothing_into_docs(project: Path) -> None:
+    docs_before = sorted(p.relative_to(project) for p in (project / "docs").rglob("*"))
+    result = build(project)
+    assert result.returncode == 0, result.stderr
+    for page in ["", "bugs", "bugs/BUG-20251109-002", "errors", "errors/cuda-illegal-memory-access",
+                 "causes/out-of-range-index", "fixes/reinstall-wheel", "probes", "tags", "getting-started"]:
+        assert (project / "site" / page / "index.html").is_file(), page
+    assert sorted(p.relative_to(project) for p in (project / "docs").rglob("*")) == docs_before
+    bug = html_of(project, "bugs/BUG-20251109-002")
+    assert "<title>BUG-20251109-002: Illegal memory access in BCE loss - GPU failure KB</title>" in bug
+    assert 'href="../../errors/cuda-illegal-memory-access/"' in bug
+
+
+def test_hostile_title_is_text_on_every_page(project: Path) -> None:
+    assert build(project).returncode == 0
+    for page in (project / "site").rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "<script>alert(1)" not in text, page
+        assert "onerror=alert" not in text or "&lt;img src=x onerror=alert(2)&gt;" in text, page
+        assert "javascript:alert" not in text, page
+    hostile = html_of(project, "bugs/BUG-20251112-014")
+    assert "<title>BUG-20251112-014: &lt;script&gt;alert(1)&lt;/script&gt;" in hostile
+
+
+def test_bugs_are_listed_in_tables_not_in_the_sidebar(project: Path) -> None:
+    assert build(project).returncode == 0
+    guide = html_of(project, "getting-started")
+    assert 'href="../bugs/BUG-' not in guide  # no page of the site carries a nav entry per bug
+    assert 'href="../errors/cuda-illegal-memory-access/"' in guide  # error types are in the sidebar
+    index = html_of(project, "bugs")
+    assert index.count('href="BUG-20251109-002/"') == 1
+
+
+def test_edit_links_point_at_the_kb_file(project: Path) -> None:
+    config = project / "mkdocs.yml"
+    config.write_text(config.read_text() + "repo_url: https://example.com/team/gpu-kb\nedit_uri: edit/main/docs/\n")
+    assert build(project).returncode == 0
+    assert 'href="https://example.com/team/gpu-kb/edit/main/kb/bugs/BUG-20251109-002.md"' in html_of(
+        project, "bugs/BUG-20251109-002")
+    assert 'href="https://example.com/team/gpu-kb/edit/main/kb/errors/cuda-illegal-memory-access.md"' in html_of(
+        project, "errors/cuda-illegal-memory-access")
+    assert 'href="https://example.com/team/gpu-kb/edit/main/docs/getting-started.md"' in html_of(
+        project, "getting-started")
+
+
+def test_invalid_kb_fails_the_build_with_file_and_line(project: Path) -> None:
+    bug = project / "kb/bugs/BUG-20251020-001.md"
+    bug.write_text(bug.read_text().replace("severity: medium", "severity: urgent"))
+    result = build(project)
+    assert result.returncode == 1
+    assert "kb/bugs/BUG-20251020-001.md:7: severity: " in result.stderr
+    assert not (project / "site" / "bugs" / "BUG-20251020-001").exists()
+
+
+def test_dangling_reference_fails_the_build(project: Path) -> None:
+    bug = project / "kb/bugs/BUG-20251020-001.md"
+    bug.write_text(bug.read_text().replace("error: cuda-device-side-assert", "error: no-such-error"))
+    result = build(project)
+    assert result.returncode == 1
+    assert "kb/bugs/BUG-20251020-001.md:8: error: " in result.stderr and "no-such-error" in result.stderr
+
+
+def test_template_error_fails_the_build_with_template_and_line(project: Path) -> None:
+    write_files(project, {"templates/page-bug.md.j2": "# {{ bug.id }}\n\n{{ bug.titel }}\n"})
+    result = build(project)
+    assert result.returncode == 1
+    assert "templates/page-bug.md.j2:3: " in result.stderr and "titel" in result.stderr
+
+
+def test_a_docs_file_in_the_way_of_a_generated_page_fails(project: Path) -> None:
+    write_files(project, {"docs/bugs/index.md": "# Hand-written list\n"})
+    result = build(project)
+    assert result.returncode == 1
+    assert "is in the way of the generated page bugs/index.md" in result.stderr
+
+
+# --------------------------------------------------------------------------- build-pages
+
+
+def build_pages(project: Path, out: Path, *extra: str) -> tuple[int, str]:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["--kb", str(project), "build-pages", str(out), *extra],
+                           env={"KBGEN_NOW": TODAY})
+    return result.exit_code, result.output
+
+
+def test_build_pages_writes_only_what_changed(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pages"
+    assert build_pages(project, out) == (0, f"{out}: 20 written, 0 unchanged, 0 removed\n")
+    assert build_pages(project, out) == (0, f"{out}: 0 written, 20 unchanged, 0 removed\n")
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("*.md")}
+    bug = project / "kb/bugs/BUG-20251020-001.md"
+    bug.write_text(bug.read_text().replace("severity: medium", "severity: low"))
+    assert build_pages(project, out) == (0, f"{out}: 4 written, 16 unchanged, 0 removed\n")
+    touched = sorted(str(p.relative_to(out)) for p, t in before.items() if p.stat().st_mtime_ns != t)
+    assert touched == ["bugs/BUG-20251020-001.md", "bugs/index.md", "errors/cuda-device-side-assert.md", "index.md"]
+    bug.unlink()
+    code, output = build_pages(project, out)
+    assert (code, output) == (0, f"{out}: 8 written, 11 unchanged, 1 removed\n")
+    assert not (out / "bugs/BUG-20251020-001.md").exists()
+
+
+def test_build_pages_leaves_other_files_alone(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pages"
+    write_files(out, {"notes.txt": "mine\n"})
+    assert build_pages(project, out, "--pages-only")[0] == 0
+    assert (out / "notes.txt").read_text() == "mine\n"
+    assert not (out / "getting-started.md").exists()
+
+
+def test_build_pages_refuses_the_docs_folder(project: Path) -> None:
+    code, output = build_pages(project, project / "docs")
+    assert code == 1
+    assert output.startswith(f"Error: {project / 'docs'}: this is the site's docs_dir;")
+
+
+def test_built_pages_make_the_same_site_without_the_plugin(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pages"
+    assert build_pages(project, out)[0] == 0
+    config = (project / "mkdocs.yml").read_text()
+    plain = config.replace("  - kbgen:\n      stale_days: 180\n", "").replace("docs_dir: docs", f"docs_dir: {out}")
+    assert plain != config
+    (project / "plain.yml").write_text(plain)
+    result = build(project, "-f", "plain.yml", "--site-dir", str(tmp_path / "plain-site"))
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "plain-site/bugs/BUG-20251109-002/index.html").read_text(encoding="utf-8")
+    assert "Illegal memory access in BCE loss" in page
