@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from probes_fixtures import PASS, probe_file
 
 from kbgen.cli import cli
 from kbgen.errors import EntryError
 from kbgen.probes import builtin_ids, discover, discover_problems
 from kbgen.store import Project
+from probes_fixtures import PASS, probe_file
 
 FIXED_IDS = {
     "system",
@@ -73,27 +73,33 @@ BROKEN = {
     ),
     "nometa.py": (
         "def run():\n    return {}\n",
-        "kb/probes/nometa.py:1: PROBE: missing; a probe file needs a module-level PROBE = {'id': ..., 'title': ...} dict",
+        "kb/probes/nometa.py:1: PROBE: missing; a probe file needs a module-level "
+        "PROBE = {'id': ..., 'title': ...} dict",
     ),
     "computed.py": (
         "import os\nPROBE = dict(id='computed', title=os.name)\n\ndef run():\n    pass\n",
-        "kb/probes/computed.py:2: PROBE: must be a literal dict (only strings, numbers, lists, True/False/None; no names or calls)",
+        "kb/probes/computed.py:2: PROBE: must be a literal dict "
+        "(only strings, numbers, lists, True/False/None; no names or calls)",
     ),
     "badtimeout.py": (
-        "PROBE = {\n    'id': 'badtimeout',\n    'title': 'x',\n    'timeout': -1,\n}\n\ndef run():\n    pass\n",
+        "PROBE = {\n    'id': 'badtimeout',\n    'title': 'x',\n    'timeout': -1,\n}\n\n"
+        "def run():\n    pass\n",
         "kb/probes/badtimeout.py:4: PROBE.timeout: Input should be greater than 0",
     ),
     "typo.py": (
         "PROBE = {'id': 'typo', 'title': 'x', 'timout': 3}\n\ndef run():\n    pass\n",
-        "kb/probes/typo.py:1: PROBE.timout: unknown key; known keys are id, title, description, needs, timeout, default",
+        "kb/probes/typo.py:1: PROBE.timout: unknown key; "
+        "known keys are id, title, description, needs, timeout, default",
     ),
     "norun.py": (
         "PROBE = {'id': 'norun', 'title': 'x'}\n",
-        "kb/probes/norun.py: run: missing: define a module-level `def run():` returning {'status': ..., 'message': ..., 'facts': {...}}",
+        "kb/probes/norun.py: run: missing: define a module-level `def run():` returning "
+        "{'status': ..., 'message': ..., 'facts': {...}}",
     ),
     "other-name.py": (
         "PROBE = {'id': 'real-name', 'title': 'x'}\n\ndef run():\n    pass\n",
-        "kb/probes/other-name.py:1: PROBE.id: 'real-name' does not match the file name 'other-name.py'; rename the file to real-name.py or fix the id",
+        "kb/probes/other-name.py:1: PROBE.id: 'real-name' does not match the file name 'other-name.py'; "
+        "rename the file to real-name.py or fix the id",
     ),
     "gpu.py": (
         "PROBE = {'id': 'gpu', 'title': 'mine'}\n\ndef run():\n    pass\n",

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from probes_fixtures import PASS, SIGILL, probe_file
 
 from kbgen.cli import cli
+from probes_fixtures import PASS, SIGILL, probe_file
 
 BUG_ID = "BUG-20251109-002"
 FAILING_REPRO = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -11,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from probes_fixtures import PASS, probe_file
 
 from kbgen.cli import cli
+from probes_fixtures import PASS, probe_file
 
 TORCH_PROBES = ("cpu", "torch-build", "gpu", "compat", "cuda-smoke")
 
@@ -149,4 +148,4 @@ def test_torch_import_that_dies_of_sigill_becomes_results(
 @pytest.mark.skipif(shutil.which("python3") is None, reason="no system python3")
 def test_interpreter_by_command_name_is_found_on_path(kb_project: Path) -> None:
     report = json.loads(invoke("probe", "--json", "--python", "python3", "system").stdout)
-    assert os.path.isabs(report["python"]["executable"])
+    assert Path(report["python"]["executable"]).is_absolute()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from probes_fixtures import GARBAGE, HANG, PASS, RAISES, SEGFAULT, SIGILL, probe_file
 
 from kbgen.cli import cli
+from probes_fixtures import GARBAGE, HANG, PASS, RAISES, SEGFAULT, SIGILL, probe_file
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
@@ -148,7 +148,11 @@ def test_probe_cannot_read_kbgen_job_list_from_stdin(kb_project: Path) -> None:
 
 
 def test_probes_run_in_the_chosen_interpreter_not_in_kbgen(kb_project: Path) -> None:
-    body = 'import sys\nreturn {"status": "pass", "message": sys.executable, "facts": {"kbgen": "kbgen" in sys.modules}}'
+    body = """
+        import sys
+        facts = {"kbgen": "kbgen" in sys.modules}
+        return {"status": "pass", "message": sys.executable, "facts": facts}
+    """
     (kb_project / "kb" / "probes" / "where.py").write_text(probe_file("where", body))
     report = report_of("where")
     assert by_id(report)["where"]["message"] == report["python"]["executable"]

@@ -20,5 +20,10 @@ PASS = 'return {"status": "pass", "message": "all good", "facts": {"answer": 42}
 SIGILL = "import os, signal\nos.kill(os.getpid(), signal.SIGILL)"
 SEGFAULT = 'import ctypes\nctypes.string_at(0)\nreturn {"status": "pass", "message": "unreachable"}'
 HANG = "import time\nwhile True:\n    time.sleep(1)"
-GARBAGE = 'print("this is not JSON {{{")\nimport os\nos.write(1, b"\\x00\\xff raw bytes\\n")\nreturn {"status": "pass", "message": "printed junk", "facts": {}}'
+GARBAGE = """
+print("this is not JSON {{{")
+import os
+os.write(1, b"\\x00\\xff raw bytes\\n")
+return {"status": "pass", "message": "printed junk", "facts": {}}
+"""
 RAISES = 'raise ValueError("label 7 out of range for 5 classes")'
