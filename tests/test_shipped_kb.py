@@ -1,0 +1,395 @@
+"""The knowledge base kbgen ships in kb/: it loads clean, covers the error types users meet,
+every link in it resolves, and every log signature matches a real message line.
+
+This file is about the shipped content on purpose; other tests build their own fixture KBs.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kbgen.models import Likelihood
+from kbgen.probes import discover, run_probes, select
+from kbgen.store import Kb, find_project, load_kb
+from kbgen.validate import validate_kb
+
+REPO = Path(__file__).resolve().parent.parent
+
+REQUIRED_ERRORS = {
+    "cuda-illegal-memory-access",
+    "cuda-illegal-instruction",
+    "cpu-illegal-instruction",
+    "cuda-out-of-memory",
+    "cuda-device-side-assert",
+    "cuda-no-kernel-image",
+    "cuda-driver-too-old",
+    "cuda-not-available",
+    "cublas-error",
+    "cudnn-error",
+    "nccl-error",
+    "cuda-launch-failure",
+    "device-mismatch",
+    "dataloader-worker-died",
+    "cuda-invalid-device-ordinal",
+    "cuda-misaligned-address",
+    "gpu-ecc-error",
+    "cuda-device-busy",
+    "import-hang",
+}
+
+# Real output lines, copied from public reports (the URL above each line is where it appears).
+# Every signature of an error type must match at least one line listed for that type.
+EXAMPLES: dict[str, list[str]] = {
+    "cuda-illegal-memory-access": [
+        # https://github.com/THUDM/slime/issues/1297
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        # https://github.com/THUDM/slime/issues/1297
+        "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+        "group__CUDART__TYPES.html for more information.",
+        # https://github.com/3dlg-hcvc/multi3drefer/issues/14
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        # https://github.com/3dlg-hcvc/multi3drefer/issues/14
+        "CUDA kernel errors might be asynchronously reported at some other API call, "
+        "so the stacktrace below might be incorrect.",
+        # https://github.com/3dlg-hcvc/multi3drefer/issues/14
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.",
+        # https://github.com/laughtervv/DepthAwareCNN/issues/12
+        "RuntimeError: cuda runtime error (77) : an illegal memory access was encountered at "
+        "/pytorch/aten/src/THC/generic/THCTensorCopy.c:20",
+    ],
+    "cuda-illegal-instruction": [
+        # https://github.com/lllyasviel/Fooocus/issues/530
+        "RuntimeError: CUDA error: an illegal instruction was encountered",
+        # https://github.com/lllyasviel/Fooocus/issues/530
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        # https://github.com/NVIDIA/TensorRT-LLM/issues/11313
+        "Search for `cudaErrorIllegalInstruction' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+        "group__CUDART__TYPES.html for more information.",
+        # https://github.com/index-tts/index-tts/issues/336 (title)
+        "torch.AcceleratorError: CUDA error: an illegal instruction was encountered",
+    ],
+    "cpu-illegal-instruction": [
+        # https://github.com/pytorch/pytorch/issues/12857
+        "Illegal instruction (core dumped)",
+        # https://github.com/pytorch/pytorch/issues/22338
+        'Thread 1 "python" received signal SIGILL, Illegal instruction.',
+        # https://github.com/intel/torch-xpu-ops/issues/1191 (title)
+        "Fatal Python error: Illegal instruction",
+        # https://github.com/pytorch/pytorch/issues/2617 (title)
+        '"Illegal instruction: 4" using pip version for OS X',
+    ],
+    "cuda-out-of-memory": [
+        # https://github.com/pytorch/pytorch/issues/16417
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total "
+        "capacity of 23.65 GiB of which 11.06 MiB is free. Including non-PyTorch memory, this process has "
+        "23.60 GiB memory in use. Of the allocated memory 22.90 GiB is allocated by PyTorch, and 194.87 MiB "
+        "is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+        # https://github.com/singhsourabh/Resume-NER/issues/4
+        "RuntimeError: CUDA out of memory. Tried to allocate 92.00 MiB (GPU 0; 1.96 GiB total capacity; "
+        "1.46 GiB already allocated; 16.38 MiB free; 1.51 GiB reserved in total by PyTorch",
+        # https://github.com/deepbeepmeep/Wan2GP/issues/1083
+        "torch.AcceleratorError: CUDA error: out of memory",
+        # https://github.com/rapidsai/dask-cuda/issues/225
+        "numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY",
+    ],
+    "cuda-device-side-assert": [
+        # https://github.com/layumi/Person_reID_baseline_pytorch/issues/372
+        "/pytorch/aten/src/THCUNN/ClassNLLCriterion.cu:108: cunn_ClassNLLCriterion_updateOutput_kernel: "
+        "block: [0,0,0], thread: [0,0,0] Assertion `t >= 0 && t < n_classes` failed.",
+        # https://github.com/layumi/Person_reID_baseline_pytorch/issues/372
+        "RuntimeError: CUDA error: device-side assert triggered",
+        # https://github.com/xhw205/GPLinker_torch/issues/14
+        "/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:115: operator(): block: [0,0,0], "
+        'thread: [1,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && "index out of bounds"` failed.',
+        # https://github.com/zhanghang1989/PyTorch-Encoding/issues/23
+        "RuntimeError: cuda runtime error (59) : device-side assert triggered at "
+        "/pytorch/torch/lib/THC/generic/THCStorage.cu:58",
+    ],
+    "cuda-no-kernel-image": [
+        # https://github.com/sconlyshootery/FeatDepth/issues/68
+        "NVIDIA GeForce RTX 3060 Laptop GPU with CUDA capability sm_86 is not compatible with the current "
+        "PyTorch installation.",
+        # https://github.com/sconlyshootery/FeatDepth/issues/68
+        "The current PyTorch install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70.",
+        # https://github.com/sconlyshootery/FeatDepth/issues/68
+        "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+        # https://github.com/jax-ml/jax/issues/3753 (title)
+        "Cuda Error (209): cudaLaunchKernel returned cudaErrorNoKernelImageForDevice",
+        # https://github.com/romain-jacotin/cuda/issues/1 (title)
+        "cuda runtime error (48) : no kernel image is available for execution on the device",
+    ],
+    "cuda-driver-too-old": [
+        # https://github.com/lllyasviel/Fooocus/issues/1313
+        "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update "
+        "your GPU driver by downloading and installing a new version from the URL: "
+        "http://www.nvidia.com/Download/index.aspx",
+        # https://github.com/BobLiu20/YOLOv3_PyTorch/issues/12
+        "RuntimeError: cuda runtime error (35) : CUDA driver version is insufficient for CUDA runtime "
+        "version at /opt/conda/conda-bld/pytorch_1524586445097/work/aten/src/THC/THCGeneral.cpp:70",
+        # https://github.com/NVIDIA/nvidia-docker/issues/498
+        "CUDA error at D:/Bld/rel/gpgpu/toolkit/r8.0/demo_suite/bandwidthTest/bandwidthTest.cu:255 "
+        'code=35(cudaErrorInsufficientDriver) "cudaSetDevice(currentDevice)"',
+        # https://github.com/NVIDIA/nvidia-docker/issues/1256
+        "CUDA: Check failed: e == cudaSuccess (803 vs. 0) : system has unsupported display driver / cuda "
+        "driver combination",
+    ],
+    "cuda-not-available": [
+        # https://github.com/facebookresearch/detectron2/issues/460
+        "AssertionError: Torch not compiled with CUDA enabled",
+        # https://github.com/facebookresearch/pytorch3d/issues/1259
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+        "installed a driver from http://www.nvidia.com/Download/index.aspx",
+        # https://github.com/zhanghang1989/PyTorch-Encoding/issues/368
+        "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up "
+        "environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start.",
+        # https://github.com/Genesis-Embodied-AI/genesis-world/issues/114
+        "[E 12/20/24 08:45:40.689 2984] [cuda_driver.h:operator()@92] CUDA Error CUDA_ERROR_NO_DEVICE: "
+        "no CUDA-capable device is detected while calling init (cuInit)",
+        # https://github.com/wentaozhu/DeepLung/issues/1 (title)
+        "RuntimeError: cuda runtime error (38) : no CUDA-capable device is detected at "
+        "torch/csrc/cuda/Module.cpp:87",
+    ],
+    "cublas-error": [
+        # https://github.com/wentaoyuan/deepgmr/issues/9
+        "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, "
+        "opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
+        # https://github.com/DeepMotionAIResearch/DenseMatchingBenchmark/issues/20
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        # https://github.com/damo-cv/TransReID/issues/6
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+    ],
+    "cudnn-error": [
+        # https://github.com/deepseek-ai/DeepSeek-VL/issues/30
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
+        # https://github.com/GeneZC/ASGCN/issues/19
+        "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+        # https://github.com/pytorch/pytorch/issues/5962
+        "RuntimeError: CUDNN_STATUS_INTERNAL_ERROR",
+        # https://github.com/deepakn97/relationPrediction/issues/37
+        "RuntimeError: Unable to find a valid cuDNN algorithm to run convolution (try_all at "
+        "/opt/conda/conda-bld/pytorch_1591914868920/work/aten/src/ATen/native/cudnn/Conv.cpp:693)",
+    ],
+    "nccl-error": [
+        # https://github.com/hiyouga/LlamaFactory/issues/7396
+        "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, "
+        "NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
+        # https://github.com/hiyouga/LlamaFactory/issues/7396
+        "[rank0]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an "
+        "error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last "
+        "completed NCCL work: 1579.",
+        # https://github.com/hkproj/pytorch-transformer-distributed/issues/1
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1333, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+        "NCCL version 2.18.6",
+        # https://github.com/hkproj/pytorch-transformer-distributed/issues/1
+        "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+        # https://github.com/pytorch/pytorch/issues/111187
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1691, remote process exited or there was a network error, NCCL version 2.19.3",
+        # https://github.com/pytorch/pytorch/issues/149984
+        "Collective WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1000000) "
+        "raised the following async exception: NCCL error: unhandled system error (run with "
+        "NCCL_DEBUG=INFO for details), NCCL version 2.25.1",
+    ],
+    "cuda-launch-failure": [
+        # https://github.com/XPixelGroup/BasicSR/issues/211
+        "RuntimeError: CUDA error: unspecified launch failure",
+        # https://github.com/sxyu/svox2/issues/6 (title)
+        "RuntimeError: CUDA error: too many resources requested for launch",
+        # https://github.com/JuliaGPU/CUDAnative.jl/issues/293
+        "ERROR: CUDA error: too many resources requested for launch (code #701, "
+        "ERROR_LAUNCH_OUT_OF_RESOURCES)",
+        # https://github.com/mrnabati/CenterFusion/issues/76
+        "RuntimeError: CUDA error: the launch timed out and was terminated",
+        # https://github.com/numba/numba/issues/9381 (title)
+        'Unexpected "CUDA error: the launch timed out and was terminated" or `CUDA_ERROR_LAUNCH_TIMEOUT`',
+    ],
+    "device-mismatch": [
+        # https://github.com/RonyAbecidan/ManTraNet-pytorch/issues/2
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        "cuda:0 and cpu!",
+        # https://github.com/kyegomez/LiqudNet/issues/7
+        "RuntimeError: Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be "
+        "the same",
+        # https://github.com/Nmegha2601/activitygraph_transformer/issues/9
+        "RuntimeError: Expected object of device type cuda but got device type cpu for argument #1 'self' "
+        "in call to _th_index_select",
+    ],
+    "dataloader-worker-died": [
+        # https://github.com/hkchengrex/STCN/issues/132
+        "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that "
+        "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+        # https://github.com/patrickloeber/pytorchTutorial/issues/3 (title)
+        "RuntimeError: DataLoader worker (pid(s) 1448, 8988) exited unexpectedly",
+        # https://github.com/cortexlabs/cortex/issues/2115
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
+        "memory (shm).",
+    ],
+    "cuda-invalid-device-ordinal": [
+        # https://github.com/wdrink/PyDeepFakeDet/issues/1
+        "RuntimeError: CUDA error: invalid device ordinal",
+        # https://github.com/wenwenyu/PICK-pytorch/issues/14 (title)
+        "RuntimeError: cuda runtime error (101) : invalid device ordinal at "
+        "/pytorch/torch/csrc/cuda/Module.cpp:59",
+        # https://github.com/JuliaGPU/CUDAdrv.jl/issues/245 (title)
+        "CUDA error: invalid device ordinal (code #101, ERROR_INVALID_DEVICE)",
+    ],
+    "cuda-misaligned-address": [
+        # https://github.com/pytorch/pytorch/issues/32893
+        "RuntimeError: CUDA error: misaligned address",
+        # https://github.com/NVIDIA/apex/issues/124 (title)
+        "RuntimeError: cuda runtime error (74) : misaligned address at "
+        "/pytorch/aten/src/THC/THCTensorCopy.cu:84",
+        # https://github.com/NVIDIA/Fuser/issues/4970 (title)
+        "CUDA_ERROR_MISALIGNED_ADDRESS failed with error misaligned address",
+    ],
+    "gpu-ecc-error": [
+        # https://github.com/vllm-project/vllm/issues/5222 (title)
+        "RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        # https://github.com/nagadit/DeepFaceLab_Linux/issues/89
+        "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_ECC_UNCORRECTABLE: uncorrectable ECC error "
+        "encountered",
+        # https://github.com/NVIDIA/NVSentinel/issues/155
+        "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
+        # https://raw.githubusercontent.com/stas00/ml-engineering/7bc7c3054eb93c277a4755c597ae0864d77a63f1/compute/accelerator/nvidia/debug.md
+        "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu "
+        "to activate.",
+    ],
+    "cuda-device-busy": [
+        # https://github.com/cositools/cosipy/issues/631
+        "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+        # https://github.com/facebookresearch/detectron2/issues/2580 (title)
+        "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
+        # https://github.com/NVIDIA/DIGITS/issues/2005
+        "Check failed: error == cudaSuccess (46 vs. 0)  all CUDA-capable devices are busy or unavailable",
+    ],
+    "import-hang": [
+        # https://github.com/wandb/wandb/issues/10044
+        "wandb: Network error (ConnectTimeout), entering retry loop.",
+        # https://github.com/wandb/wandb/issues/10044
+        "wandb: ERROR Run initialization has timed out after 90.0 sec. Please try increasing the timeout "
+        "with the `init_timeout` setting: `wandb.init(settings=wandb.Settings(init_timeout=120))`.",
+        # https://github.com/numpy/numpy/issues/24290
+        ' File "<frozen importlib._bootstrap>", line 1027, in _find_and_load',
+        # https://github.com/tinygrad/tinygrad/pull/18190
+        "Timeout (0:00:01)!",
+    ],
+}
+
+_RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
+
+
+@pytest.fixture(scope="module")
+def kb() -> Kb:
+    return load_kb(find_project(override=REPO))
+
+
+@pytest.fixture(scope="module")
+def probe_ids(kb: Kb) -> set[str]:
+    return {spec.id for spec in discover(kb.project)}
+
+
+def test_every_file_loads(kb: Kb) -> None:
+    assert [p.format() for p in kb.problems] == []
+
+
+def test_kbgen_validate_finds_nothing(kb: Kb) -> None:
+    assert [p.format() for p in validate_kb(kb)] == []
+
+
+def test_required_error_types_exist(kb: Kb) -> None:
+    assert sorted(REQUIRED_ERRORS - set(kb.errors)) == []
+    assert len(kb.causes) >= 25
+    assert len(kb.fixes) >= 25
+
+
+def _error_links(kb: Kb, probe_ids: set[str]) -> list[str]:
+    missing = []
+    for eid, entry in kb.errors.items():
+        err = entry.record
+        missing += [f"{eid}: cause {c.cause}" for c in err.causes if c.cause not in kb.causes]
+        missing += [f"{eid}: related {r}" for r in [*err.related, *err.secondary_to] if r not in kb.errors]
+        missing += [
+            f"{eid}: probe {d.probe}" for d in err.diagnostics if d.probe and d.probe not in probe_ids
+        ]
+    for cid, entry in kb.causes.items():
+        missing += [f"{cid}: fix {f}" for f in entry.record.fixes if f not in kb.fixes]
+    for fid, entry in kb.fixes.items():
+        probe = entry.record.verify_probe
+        if probe and probe not in probe_ids:
+            missing.append(f"{fid}: verify_probe {probe}")
+    return missing
+
+
+def _bug_links(kb: Kb, probe_ids: set[str]) -> list[str]:
+    missing = []
+    for bid, entry in kb.bugs.items():
+        bug = entry.record
+        if bug.error and bug.error not in kb.errors:
+            missing.append(f"{bid}: error {bug.error}")
+        causes = [*bug.suspected_causes, *bug.confirmed_causes]
+        missing += [f"{bid}: cause {c}" for c in causes if c not in kb.causes]
+        missing += [f"{bid}: fix {t.fix}" for t in bug.fixes_tried if t.fix not in kb.fixes]
+        probes = [bug.repro, *(s.probe for s in bug.progress), *(f.probe for f in bug.findings)]
+        missing += [f"{bid}: probe {p}" for p in probes if p and p not in probe_ids]
+        missing += [f"{bid}: related {r}" for r in bug.related if r not in kb.bugs]
+    return missing
+
+
+def test_every_reference_resolves(kb: Kb, probe_ids: set[str]) -> None:
+    assert _error_links(kb, probe_ids) + _bug_links(kb, probe_ids) == []
+
+
+@pytest.mark.parametrize("error_id", sorted(REQUIRED_ERRORS))
+def test_error_type_is_complete_and_ranked(kb: Kb, error_id: str) -> None:
+    err = kb.errors[error_id].record
+    assert err.causes and err.diagnostics and err.sources and err.symptoms
+    ranks = [_RANK[c.likelihood] for c in err.causes]
+    assert ranks == sorted(ranks), f"{error_id}: causes are not listed most likely first"
+    assert all(url.startswith("https://") for url in err.sources)
+
+
+@pytest.mark.parametrize("error_id", sorted(EXAMPLES))
+def test_every_signature_matches_a_real_line(kb: Kb, error_id: str) -> None:
+    lines = EXAMPLES[error_id]
+    unmatched = [
+        s.regex
+        for s in kb.errors[error_id].record.signatures
+        if not any(re.search(s.regex, x) for x in lines)
+    ]
+    assert unmatched == []
+
+
+def test_the_three_team_bugs_are_linked(kb: Kb) -> None:
+    bce = kb.bugs["BUG-20251109-002"].record
+    assert (bce.error, bce.repro) == ("cuda-illegal-memory-access", "bce-loss-repro")
+    hunt = kb.bugs["BUG-20251109-001"].record
+    assert "top-level-networked-import" in hunt.confirmed_causes
+    assert {"system.wsl", "gpu.capability", "torch-build.version", "cpu.flags"} <= set(
+        hunt.environment.values
+    )
+    assert any(
+        t.fix == "lazy-import-networked-library" and t.outcome.value == "worked" for t in hunt.fixes_tried
+    )
+    conv = kb.bugs["BUG-20251112-014"].record
+    assert conv.error == "cuda-illegal-instruction" and conv.confirmed_causes == ["failure-handler-raises"]
+
+
+def test_project_probes_run_in_a_child_process(kb: Kb, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An empty CUDA_VISIBLE_DEVICES hides every GPU whether or not this machine has one.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    report = run_probes(select(discover(kb.project), ["visible-devices", "gpu-health"]))
+    visible = report.result("visible-devices")
+    assert visible is not None and visible.status.value == "fail", visible
+    assert visible.message == "CUDA_VISIBLE_DEVICES='' hides every GPU from this process"
+    health = report.result("gpu-health")
+    assert health is not None
+    expected = {"pass", "warn", "fail"} if shutil.which("nvidia-smi") else {"skip"}
+    assert health.status.value in expected, health
