@@ -12,7 +12,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,8 +269,11 @@ def entry_files(folder: Path) -> Iterator[Path]:
                 yield path
 
 
-def load_kb(project: Project) -> Kb:
-    """Load every record; problems are collected in ``kb.problems``, never raised one by one."""
+def load_kb(project: Project, read: Callable[[Path, str, Project], Entry] | None = None) -> Kb:
+    """Load every record; problems are collected in ``kb.problems``, never raised one by one.
+
+    ``read`` replaces :func:`read_entry` (the site passes one that reuses unchanged files).
+    """
     kb = Kb(project)
     if not project.kb.is_dir():
         raise KbNotFoundError(f"{project.kb}: not a folder")
@@ -279,19 +282,19 @@ def load_kb(project: Project) -> Kb:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        _load_into(kb)
+        _load_into(kb, read or read_entry)
     finally:
         if enabled:
             gc.enable()
     return kb
 
 
-def _load_into(kb: Kb) -> None:
+def _load_into(kb: Kb, read: Callable[[Path, str, Project], Entry]) -> None:
     project = kb.project
     for kind in ("error", "cause", "fix", "bug"):
         for path in entry_files(project.folder(kind)):
             try:
-                entry = read_entry(path, kind, project)
+                entry = read(path, kind, project)
             except EntryError as exc:
                 kb.problems.extend(exc.problems)
                 continue
