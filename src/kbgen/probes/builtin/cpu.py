@@ -42,19 +42,21 @@ REQUIRES = {"AVX2": ("avx2", "fma"), "AVX512": ("avx512f", "avx512bw", "avx512dq
 
 
 def _cpuinfo():
+    """The first processor's fields, plus socket and core counts over all of them."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except OSError:
         return {}
-    info = {}
+    info, sockets = {}, set()
     for line in text.splitlines():
-        if not line.strip():
-            if info:
-                break  # the first processor block is enough
-            continue
         key, _, value = line.partition(":")
-        info.setdefault(key.strip(), value.strip())
+        key, value = key.strip(), value.strip()
+        if key == "physical id":
+            sockets.add(value)
+        if key and key not in info:
+            info[key] = value
+    info["sockets"] = len(sockets) or None
     return info
 
 
@@ -80,6 +82,9 @@ def run():
         "vendor": info.get("vendor_id") or info.get("CPU implementer"),
         "arch": platform.machine(),
         "count": os.cpu_count(),
+        "sockets": info.get("sockets"),
+        "cores_per_socket": int(info["cpu cores"]) if info.get("cpu cores", "").isdigit() else None,
+        "cache": info.get("cache size"),
         "flags": " ".join(flags),
     }
     for name in ("avx", "avx2", "avx512f"):

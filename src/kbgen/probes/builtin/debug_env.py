@@ -31,6 +31,14 @@ NAMES = (
     "LD_LIBRARY_PATH",
 )
 TOOLS = ("nvcc", "compute-sanitizer", "cuda-gdb")
+# reported even when unset (as null), so a report says "not set" rather than nothing
+ALWAYS = (
+    "CUDA_LAUNCH_BLOCKING",
+    "TORCH_USE_CUDA_DSA",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+)
 
 
 def _tool(name):
@@ -45,7 +53,7 @@ def run():
     facts = {}
     for name in sorted(set(NAMES) | {n for n in os.environ if n.startswith("NCCL_")}):
         value = os.environ.get(name)
-        if value is not None:
+        if value is not None or name in ALWAYS:
             facts[name] = value
     for tool in TOOLS:
         facts[tool] = _tool(tool)

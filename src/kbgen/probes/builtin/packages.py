@@ -3,9 +3,9 @@
 PROBE = {
     "id": "packages",
     "title": "Installed packages",
-    "description": "Versions of torch, torchvision, torchaudio, numpy, lightning, triton, wandb and every "
-    "nvidia-* / cuda-* wheel, read with importlib.metadata (no pip, no imports); flags a package "
-    "installed twice in the same environment.",
+    "description": "Versions of torch, torchvision, torchaudio, numpy, lightning, triton, wandb, every "
+    "nvidia-* / cuda-* wheel and whatever torch.utils.collect_env would list, read with "
+    "importlib.metadata (no pip, no imports); flags a package installed twice in one environment.",
     "needs": [],
     "timeout": 20,
     "default": True,
@@ -37,6 +37,21 @@ WATCHED = (
     "jaxlib",
 )
 
+# what torch.utils.collect_env looks for in `pip list`, matched anywhere in the name
+KEYWORDS = (
+    "torch",
+    "numpy",
+    "cudatoolkit",
+    "mkl",
+    "magma",
+    "triton",
+    "optree",
+    "nccl",
+    "mypy",
+    "flake8",
+    "onnx",
+)
+
 
 def _normal(name):
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -48,12 +63,12 @@ def run():
     found = {}
     places = {}
     for dist in metadata.distributions():
-        name = _normal(dist.metadata["Name"] or "")
-        if not name:
-            continue
-        if name in WATCHED or name.startswith(("nvidia-", "cuda-")):
-            found.setdefault(name, dist.version)
-            places.setdefault(name, set()).add(dist.version)
+        # the name from the folder (cheap); the METADATA file is parsed only for the packages we keep
+        name = _normal(getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or "")
+        if name in WATCHED or name.startswith(("nvidia-", "cuda-")) or any(k in name for k in KEYWORDS):
+            version = dist.version
+            found.setdefault(name, version)
+            places.setdefault(name, set()).add(version)
     facts = {name: found[name] for name in sorted(found)}
     facts["count_nvidia"] = sum(1 for n in found if n.startswith("nvidia-"))
     twice = sorted(n for n, v in places.items() if len(v) > 1)

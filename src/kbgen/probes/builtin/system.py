@@ -78,16 +78,30 @@ def _cgroup_limits():
     return cpus, memory
 
 
-def _version_of(command, args=("--version",)):
-    path = shutil.which(command)
-    if path is None:
-        return None
-    try:
-        done = subprocess.run([path, *args], capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = (done.stdout or done.stderr).strip().splitlines()
-    return lines[0].strip() if lines else None
+def _versions(commands):
+    """First line of ``NAME --version`` for each command on PATH, run side by side."""
+    running = {}
+    for name in commands:
+        path = shutil.which(name)
+        if path is None:
+            continue
+        try:
+            running[name] = subprocess.Popen(
+                [path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            )
+        except OSError:
+            continue
+    found = dict.fromkeys(commands)
+    for name, proc in running.items():
+        try:
+            out, _ = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            continue
+        lines = out.strip().splitlines()
+        found[name] = lines[0].strip() if lines else None
+    return found
 
 
 def _memory_total_mb():
@@ -111,6 +125,7 @@ def run():
         "yes" if os.path.isdir(os.path.join(sys.prefix, "conda-meta")) else None
     )
     libc = " ".join(platform.libc_ver()).strip() or None
+    tools = _versions(("gcc", "clang", "cmake"))
     facts = {
         "os": _os_name(),
         "kernel": uname.release,
@@ -125,9 +140,9 @@ def run():
         "memory_total_mb": _memory_total_mb(),
         "shm_mb": shm_mb,
         "libc": libc,
-        "gcc": _version_of("gcc"),
-        "clang": _version_of("clang"),
-        "cmake": _version_of("cmake"),
+        "gcc": tools["gcc"],
+        "clang": tools["clang"],
+        "cmake": tools["cmake"],
         "python": platform.python_version(),
         "python_build": sys.version.replace("\n", " "),
         "python_executable": sys.executable,
