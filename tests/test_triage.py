@@ -351,3 +351,20 @@ def test_an_invalid_pattern_is_reported_and_the_rest_still_triaged(project: Path
     assert result.exit_code == 0
     assert result.stderr == "warning: 1 KB file(s) could not be loaded; `kbgen validate` lists why\n"
     assert result.stdout.startswith("train.log: 1 line; 1 error type match.\n")
+
+
+def test_validate_names_unsafe_and_invalid_signatures_with_file_and_line(project: Path) -> None:
+    (project / "kb/errors/slow-pattern.md").write_text(HOSTILE, encoding="utf-8")
+    broken = HOSTILE.replace("'(a+)+$'", "'[unclosed'").replace("slow-pattern", "broken")
+    (project / "kb/errors/broken.md").write_text(broken, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["validate"])
+    assert result.exit_code == 1
+    assert (
+        "kb/errors/broken.md:7: signatures.1.regex: Value error, invalid regular expression: "
+        "unterminated character set at position 0\n"
+    ) in result.output
+    assert (
+        "kb/errors/slow-pattern.md:7: signatures.1: nested quantifier: a repeated part inside another "
+        "repeat can split the same text in exponentially many ways (like (a+)+ or (.*)*); "
+        "make the inner part unambiguous\n"
+    ) in result.output
