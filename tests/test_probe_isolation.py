@@ -158,3 +158,45 @@ def test_probes_run_in_the_chosen_interpreter_not_in_kbgen(kb_project: Path) -> 
     assert by_id(report)["where"]["message"] == report["python"]["executable"]
     assert by_id(report)["where"]["facts"] == {"kbgen": False}
     assert report["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_a_crash_in_the_torch_worker_does_not_take_the_next_torch_probes_with_it(kb_project: Path) -> None:
+    pytest.importorskip("torch")
+    uses_torch = 'import torch\nreturn {"status": "pass", "message": torch.__version__, "facts": {}}'
+    dies = "import torch, os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"
+    for probe_id, body in (("first", uses_torch), ("dies", dies), ("after", uses_torch)):
+        (kb_project / "kb" / "probes" / f"{probe_id}.py").write_text(
+            probe_file(probe_id, body, needs='["torch"]')
+        )
+    report = report_of("first", "dies", "after")
+    import torch
+
+    results = by_id(report)
+    assert results["first"]["message"] == torch.__version__
+    assert results["dies"]["status"] == "crash"
+    assert results["dies"]["signal"] == "SIGSEGV"
+    assert results["after"]["status"] == "pass"  # ran in a fresh worker
+    assert results["after"]["message"] == torch.__version__
+
+
+def test_import_timing_finds_the_import_that_hangs(kb_project: Path, tmp_path: Path) -> None:
+    modules = tmp_path / "mods"
+    modules.mkdir()
+    (modules / "quick_mod.py").write_text("VALUE = 1\n")
+    (modules / "hangs_on_import.py").write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    (modules / "after_mod.py").write_text("VALUE = 2\n")
+    env = {
+        "PYTHONPATH": str(modules),
+        "KBGEN_IMPORTS": "quick_mod,hangs_on_import,after_mod,not_installed_mod",
+        "KBGEN_IMPORT_LIMIT": "1",
+    }
+    result = CliRunner().invoke(cli, ["probe", "--json", "import-timing"], env=env)
+    assert result.exit_code == 0, result.stderr
+    found = json.loads(result.stdout)["results"][0]
+    assert found["status"] == "fail"
+    assert found["message"].startswith("import of hangs_on_import did not finish within 1 s")
+    facts = found["facts"]
+    assert facts["hangs_on_import"] == "hang > 1 s"
+    assert isinstance(facts["quick_mod"], float)
+    assert isinstance(facts["after_mod"], float)  # the modules after the hang were still timed
+    assert facts["not_installed"] == "not_installed_mod"

@@ -1,10 +1,25 @@
 """Probes: small Python files run in a child process on the affected machine.
 
-Public API (imported lazily so ``kbgen.probes.runner`` can start a worker before pydantic loads):
+A probe file (built-in: ``kbgen/probes/builtin/<id with _>.py``; a project's: ``kb/probes/<id>.py``)
+holds a literal metadata dict, read with ``ast.literal_eval`` and never executed by kbgen, and a
+``run()`` function executed only in the interpreter under test::
 
-- :func:`discover` / :func:`discover_problems` / :func:`builtin_ids` (``discovery``)
-- :class:`ProbeSpec` (``discovery``)
-- :func:`run_probes` (``runner``) returning a :class:`ProbeReport` (``report``)
+    PROBE = {"id": "my-check", "title": "...", "description": "...",
+             "needs": ["torch"], "timeout": 30, "default": False}
+
+    def run():
+        import torch  # imports inside run(): the file must load without torch
+        return {"status": "pass", "message": "...", "facts": {"version": torch.__version__}}
+
+Probe code uses the standard library and torch only (kbgen need not be installed there).
+``status`` is pass, warn, fail, skip or error; the runner adds crash and timeout. ``needs``:
+``torch`` (skipped where torch does not import), ``torch?`` (uses torch when it can), ``cuda``
+(skipped without a CUDA device), ``command:NAME`` (skipped when NAME is not on PATH). Facts are
+scalars, stored flat in a bug as ``<probe-id>.<fact>``.
+
+Public API (imported lazily so ``kbgen.probes.runner`` can start a worker before pydantic loads):
+:func:`discover`, :func:`discover_problems`, :func:`builtin_ids`, :class:`ProbeSpec`,
+:func:`run_probes` returning a :class:`ProbeReport`.
 """
 
 from __future__ import annotations

@@ -94,17 +94,15 @@ class Lane:
             env = dict(os.environ)
             if self.blocked:
                 env["KBGEN_TORCH_BLOCKED"] = self.blocked
-            try:
-                self.worker = Worker(self.session.python, self.session.logdir, torch=self.torch, env=env)
-            except OSError as exc:
-                raise InterpreterError(f"cannot start {self.session.python}: {exc.strerror or exc}") from None
+            self.worker = self.session.spawn(torch=self.torch, env=env)
 
     def run(self, specs: list[ProbeSpec]) -> None:
         pending = list(specs)
         while pending and not self.session.failed.is_set():
             self.start()
             worker = self.worker
-            assert worker is not None
+            if worker is None:  # the session is closing
+                return
             self.worker = None
             try:
                 self._hello(worker)
@@ -112,7 +110,7 @@ class Lane:
                     continue
                 self._drive(worker, pending)
             finally:
-                worker.kill()
+                self.session.retire(worker)
 
     def _hello(self, worker: Worker) -> None:
         limit = self.session.startup_limit
@@ -274,10 +272,29 @@ class ProbeSession:
         self.hello: dict[str, Any] | None = None
         self._serial = 0
         self._lock = threading.Lock()
+        self._live: set[Worker] = set()
+        self._closed = False
         self.lanes = {"torch": Lane(self, torch=True), "plain": Lane(self, torch=False)}
         if torch:
             with contextlib.suppress(InterpreterError):  # reported when the probes run
                 self.lanes["torch"].start()
+
+    def spawn(self, *, torch: bool, env: dict[str, str]) -> Worker | None:
+        """A new worker, tracked so :meth:`close` can kill it; None once the session is closed."""
+        with self._lock:
+            if self._closed:
+                return None
+            try:
+                worker = Worker(self.python, self.logdir, torch=torch, env=env)
+            except OSError as exc:
+                raise InterpreterError(f"cannot start {self.python}: {exc.strerror or exc}") from None
+            self._live.add(worker)
+            return worker
+
+    def retire(self, worker: Worker) -> None:
+        worker.kill()
+        with self._lock:
+            self._live.discard(worker)
 
     def timeout_of(self, spec: ProbeSpec) -> float:
         return self.timeout if self.timeout else spec.meta.timeout
@@ -336,11 +353,14 @@ class ProbeSession:
         return {**self.lanes["plain"].outcomes, **self.lanes["torch"].outcomes}
 
     def close(self) -> None:
-        """Kill any worker still running and remove the logs."""
+        """Kill every worker still running (and all they started) and remove the logs."""
+        with self._lock:
+            self._closed = True
+            live, self._live = list(self._live), set()
+        for worker in live:
+            worker.kill()
         for lane in self.lanes.values():
-            if lane.worker is not None:
-                lane.worker.kill()
-                lane.worker = None
+            lane.worker = None
         shutil.rmtree(self.logdir, ignore_errors=True)
 
 

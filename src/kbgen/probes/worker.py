@@ -26,6 +26,8 @@ import traceback
 MARK = "@@kbgen@@ "
 TAIL = 4000
 SCALARS = (str, int, float, bool, type(None))
+MESSAGE_LIMIT = 4000  # a result is a summary; long text belongs in the probe's output
+FACT_LIMIT = 1000
 
 
 def _emit(channel, event, **data):
@@ -118,8 +120,13 @@ def _clean(result):
             value = " ".join(str(v) for v in value)
         elif not isinstance(value, SCALARS):
             value = str(value)
+        if isinstance(value, str) and len(value) > FACT_LIMIT:
+            value = value[: FACT_LIMIT - 1] + "…"
         clean[str(key)] = value
-    return {"status": result.get("status"), "message": str(result.get("message") or ""), "facts": clean}, None
+    message = str(result.get("message") or "")
+    if len(message) > MESSAGE_LIMIT:
+        message = message[: MESSAGE_LIMIT - 1] + "…"
+    return {"status": result.get("status"), "message": message, "facts": clean}, None
 
 
 def _run_one(job):

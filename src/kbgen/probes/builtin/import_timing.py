@@ -16,7 +16,6 @@ PROBE = {
 import importlib.util
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -66,7 +65,8 @@ def _run_batch(names, limit):
         except queue.Empty:
             if current is None:
                 continue
-            os.killpg(proc.pid, signal.SIGKILL)
+            # whatever the import started stays in the worker's process group, which kbgen kills at the end
+            proc.kill()
             proc.wait()
             return results, current
         if line is None:
