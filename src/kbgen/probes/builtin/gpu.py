@@ -168,7 +168,10 @@ def run():
             facts[prefix + "ecc_uncorrected"] = device["ecc"]
     if not devices and not facts["driver"] and not facts["driver_cuda"]:
         why = driver.get("error") or "no NVML, no nvidia-smi, no libcuda"
-        why += "; " + (seen.get("missing") or seen.get("error") or "torch sees no CUDA device")
+        if seen.get("missing"):
+            why += f"; torch not importable ({seen['missing']})"
+        else:
+            why += "; " + (seen.get("error") or "torch sees no CUDA device")
         return {"status": "skip", "message": f"no NVIDIA GPU or driver found ({why})", "facts": facts}
     names = "; ".join(
         f"{d['name']} (sm_{d['capability'].replace('.', '')}, {d['memory_mb']} MB)" for d in devices

@@ -58,7 +58,10 @@ def _normal(name):
 
 
 def run():
-    from importlib import metadata
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7 and older
+        return {"status": "skip", "message": "importlib.metadata needs Python 3.8 or newer", "facts": {}}
 
     found = {}
     places = {}
