@@ -79,6 +79,20 @@ def test_placeholders_of_a_never_filled_template_are_errors(kb_project: Path) ->
     )
 
 
+def test_step_placeholders_only_count_as_whole_lines(kb_project: Path) -> None:
+    path = kb_project / "kb/bugs/BUG-20251109-002.md"
+    path.write_text(
+        path.read_text() + "\n- [x] **Step 1:** check the driver\n\n## Steps\n1. Step 1\n2. Step 2\n"
+    )
+    code, out = run("validate")
+    assert code == 1
+    assert out == (
+        "kb/bugs/BUG-20251109-002.md:19: template placeholder left in the text: '1. Step 1'\n"
+        "kb/bugs/BUG-20251109-002.md:20: template placeholder left in the text: '2. Step 2'\n"
+        "2 error(s), 0 warning(s) in 4 file(s)\n"
+    )
+
+
 def test_placeholder_words_inside_code_blocks_are_fine(kb_project: Path) -> None:
     path = kb_project / "kb/bugs/BUG-20251109-002.md"
     path.write_text(path.read_text() + "\n```python\n# TODO: upstream fix\n```\n")

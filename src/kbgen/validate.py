@@ -14,14 +14,14 @@ from kbgen.models import Bug, ProbeStatus, Status
 from kbgen.store import Entry, Kb
 
 #: Text left over from a report template that was never filled (seed 002 has all of these).
+#: Text left over from a report template that was never filled (seed 002 has all of these).
+#: Found anywhere in prose:
 PLACEHOLDERS = [
     "Not specified",
-    "Step 1",
     "What should happen.",
     "What actually happens.",
     "Brief description of the bug.",
     "Error message here",
-    "Related issue 1",
     "Who is working on this bug.",
     "How to fix the issue.",
     "How to test the fix.",
@@ -32,10 +32,15 @@ PLACEHOLDERS = [
     "FIXME",
     "Lorem ipsum",
 ]
+#: Found only as a whole line or list item ("1. Step 1"), since "**Step 1:** check the driver" is real text.
+LINE_PLACEHOLDERS = ["Step", "Related issue", "Item"]
 _PLACEHOLDER_RE = re.compile(
     "|".join(
-        rf"(?<![\w-]){re.escape(p)}(?![\w-])" if p[-1].isalnum() else rf"(?<![\w-]){re.escape(p)}"
-        for p in PLACEHOLDERS
+        [
+            rf"(?<![\w-]){re.escape(p)}(?![\w-])" if p[-1].isalnum() else rf"(?<![\w-]){re.escape(p)}"
+            for p in PLACEHOLDERS
+        ]
+        + [rf"(?m:^[ \t]*(?:[-*+][ \t]+|\d+[.)][ \t]+)?{p} \d+[ \t]*$)" for p in LINE_PLACEHOLDERS]
     )
 )
 # UTF-8 read as cp1252/latin-1: "â€™", "âœ…", "Ã©", "ðŸš€" and friends.
@@ -217,7 +222,11 @@ def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
 
 def _might_have_bad_text(text: str) -> bool:
     """A cheap screen (substring search runs at C speed) before the slower exact regex."""
-    return any(p in text for p in PLACEHOLDERS) or any(c in text for c in _MOJIBAKE_LEADS)
+    return (
+        any(p in text for p in PLACEHOLDERS)
+        or any(p + " " in text for p in LINE_PLACEHOLDERS)
+        or any(c in text for c in _MOJIBAKE_LEADS)
+    )
 
 
 _MOJIBAKE_LEADS = "âÃðÂ"
