@@ -13,7 +13,7 @@ from kbgen.redact import REDACTED, is_secret_name, redact_text
 
 if TYPE_CHECKING:
     from kbgen.probes.discovery import ProbeSpec
-    from kbgen.probes.runner import ProbeSession
+    from kbgen.probes.runner import Outcome, ProbeSession
 
 
 class Scrubber:
@@ -51,34 +51,8 @@ def build_report(
     """The report for ``specs``, in their order; probes that did not run get an error result."""
     scrub = Scrubber(redact_paths)
     outcomes = session.outcomes()
-    results = []
-    for spec in specs if interpreter_error is None else []:
-        got = outcomes.get(spec.id)
-        if got is None:
-            results.append(
-                ProbeResult(
-                    id=spec.id,
-                    title=spec.meta.title,
-                    builtin=spec.builtin,
-                    status=ProbeStatus.error,
-                    message="not run (interrupted)",
-                )
-            )
-            continue
-        results.append(
-            ProbeResult(
-                id=spec.id,
-                title=spec.meta.title,
-                builtin=spec.builtin,
-                status=ProbeStatus(got.status),
-                message=scrub.text(got.message) or "",
-                facts=scrub.facts(got.facts),
-                duration_s=round(got.seconds, 3),
-                signal=got.signal,
-                exit_code=got.exit_code,
-                stderr_tail=scrub.text(got.output),
-            )
-        )
+    ran = specs if interpreter_error is None else []
+    results = [_result(spec, outcomes.get(spec.id), scrub) for spec in ran]
     hello = session.hello or {}
     torch_lane = session.lanes["torch"].torch_import
     return ProbeReport(
@@ -90,6 +64,22 @@ def build_report(
         torch_import=TorchImport(**_scrubbed(torch_lane, scrub)) if torch_lane else None,
         wall_s=round(wall, 3),
         results=results,
+    )
+
+
+def _result(spec: ProbeSpec, got: Outcome | None, scrub: Scrubber) -> ProbeResult:
+    base = {"id": spec.id, "title": spec.meta.title, "builtin": spec.builtin}
+    if got is None:
+        return ProbeResult(**base, status=ProbeStatus.error, message="not run (interrupted)")
+    return ProbeResult(
+        **base,
+        status=ProbeStatus(got.status),
+        message=scrub.text(got.message) or "",
+        facts=scrub.facts(got.facts),
+        duration_s=round(got.seconds, 3),
+        signal=got.signal,
+        exit_code=got.exit_code,
+        stderr_tail=scrub.text(got.output),
     )
 
 

@@ -65,35 +65,52 @@ def builtin_files() -> list[Path]:
     return sorted(files, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
 
 
-def read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
-    """Read ``PROBE`` from ``path`` statically; return the metadata or the problems found."""
+class _Broken(Exception):
+    """One problem that ends the reading of a probe file."""
+
+    def __init__(self, line: int | None, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.line, self.field, self.message = line, field, message
+
+
+def _parse(path: Path, rel: str) -> ast.Module:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return None, [Problem(rel, None, None, f"cannot read: {exc.strerror or exc}", code="probe")]
+        raise _Broken(None, None, f"cannot read: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        message = f"not UTF-8: byte 0x{raw[exc.start]:02x}; save the file as UTF-8"
-        return None, [Problem(rel, line, None, message, code="probe")]
+        raise _Broken(line, None, f"not UTF-8: byte 0x{raw[exc.start]:02x}; save the file as UTF-8") from None
     try:
-        tree = ast.parse(text, filename=rel)
+        return ast.parse(text, filename=rel)
     except SyntaxError as exc:
-        return None, [Problem(rel, exc.lineno, None, f"Python syntax error: {exc.msg}", code="probe")]
+        raise _Broken(exc.lineno, None, f"Python syntax error: {exc.msg}") from None
+
+
+def _literal(tree: ast.Module) -> tuple[ast.Assign, dict[str, Any]]:
     node = _probe_assignment(tree)
     if node is None:
         hint = "a probe file needs a module-level PROBE = {'id': ..., 'title': ...} dict"
-        return None, [Problem(rel, 1, "PROBE", f"missing; {hint}", code="probe")]
+        raise _Broken(1, "PROBE", f"missing; {hint}")
     try:
         data = ast.literal_eval(node.value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         msg = "must be a literal dict (only strings, numbers, lists, True/False/None; no names or calls)"
-        return None, [Problem(rel, node.lineno, "PROBE", msg, code="probe")]
+        raise _Broken(node.lineno, "PROBE", msg) from None
     if not isinstance(data, dict):
-        return None, [
-            Problem(rel, node.lineno, "PROBE", f"must be a dict, not {type(data).__name__}", code="probe")
-        ]
+        raise _Broken(node.lineno, "PROBE", f"must be a dict, not {type(data).__name__}")
+    return node, data
+
+
+def read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
+    """Read ``PROBE`` from ``path`` statically; return the metadata or the problems found."""
+    try:
+        tree = _parse(path, rel)
+        node, data = _literal(tree)
+    except _Broken as broken:
+        return None, [Problem(rel, broken.line, broken.field, broken.message, code="probe")]
     problems: list[Problem] = []
     meta: ProbeMeta | None = None
     try:
@@ -101,16 +118,9 @@ def read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
     except ValidationError as exc:
         problems.extend(_meta_problems(exc, node, rel))
     if not any(isinstance(n, ast.FunctionDef) and n.name == "run" and not n.args.args for n in tree.body):
-        problems.append(
-            Problem(
-                rel,
-                None,
-                "run",
-                "missing: define a module-level `def run():` returning "
-                "{'status': ..., 'message': ..., 'facts': {...}}",
-                code="probe",
-            )
-        )
+        shape = "{'status': ..., 'message': ..., 'facts': {...}}"
+        message = f"missing: define a module-level `def run():` returning {shape}"
+        problems.append(Problem(rel, None, "run", message, code="probe"))
     return (meta if not problems else None), problems
 
 
@@ -154,9 +164,13 @@ def scan(project: Project | None) -> tuple[list[ProbeSpec], list[Problem]]:
         problems.extend(found)
         if meta is not None:
             specs.append(ProbeSpec(meta, path, builtin=True))
+    if project is not None and project.probes.is_dir():
+        _scan_project(project, specs, problems)
+    return specs, problems
+
+
+def _scan_project(project: Project, specs: list[ProbeSpec], problems: list[Problem]) -> None:
     taken = {s.id for s in specs}
-    if project is None or not project.probes.is_dir():
-        return specs, problems
     for path in sorted(project.probes.glob("*.py")):
         if path.name.startswith(("_", ".")) or path.is_dir():
             continue
@@ -166,31 +180,17 @@ def scan(project: Project | None) -> tuple[list[ProbeSpec], list[Problem]]:
         if meta is None:
             continue
         if meta.id != path.stem:
-            line = _id_line(path)
-            problems.append(
-                Problem(
-                    rel,
-                    line,
-                    "PROBE.id",
-                    f"'{meta.id}' does not match the file name "
-                    f"'{path.name}'; rename the file to {meta.id}.py or fix the id",
-                    code="probe",
-                )
+            message = (
+                f"'{meta.id}' does not match the file name '{path.name}'; "
+                f"rename the file to {meta.id}.py or fix the id"
             )
+            problems.append(Problem(rel, _id_line(path), "PROBE.id", message, code="probe"))
         elif meta.id in taken:
-            problems.append(
-                Problem(
-                    rel,
-                    _id_line(path),
-                    "PROBE.id",
-                    f"'{meta.id}' is a built-in probe id; choose another id (and file name)",
-                    code="probe",
-                )
-            )
+            message = f"'{meta.id}' is a built-in probe id; choose another id (and file name)"
+            problems.append(Problem(rel, _id_line(path), "PROBE.id", message, code="probe"))
         else:
             taken.add(meta.id)
             specs.append(ProbeSpec(meta, path, builtin=False))
-    return specs, problems
 
 
 def _id_line(path: Path) -> int | None:

@@ -169,16 +169,7 @@ class Lane:
 
     def _drive(self, worker: Worker, pending: list[ProbeSpec]) -> None:
         by_id = {s.id: s for s in pending}
-        jobs = [
-            {
-                "id": s.id,
-                "path": str(s.path),
-                "needs": list(s.meta.needs),
-                "log": str(Path(self.session.logdir) / f"{n:02d}-{s.id}.log"),
-            }
-            for n, s in enumerate(pending, start=self.session.next_serial(len(pending)))
-        ]
-        worker.send(jobs)
+        worker.send(self._jobs(pending))
         current: tuple[ProbeSpec, float, str] | None = None
         while pending:
             limit = (
@@ -195,14 +186,13 @@ class Lane:
                     self.outcomes[event["id"]] = self._outcome(event)
                     pending.remove(by_id[event["id"]])
                     current = None
-                elif kind == "bye":
-                    break
+                elif kind == "bye":  # finished without a result for some probe: never retry those
+                    self._abandon(pending, "not run: the worker finished without it")
                 continue
             if current is None:  # died or stalled between probes: nothing to blame, stop this worker
-                phrase = describe_exit(worker.kill())[0]
-                for spec in list(pending):
-                    self.outcomes[spec.id] = Outcome("error", f"not run: the worker {phrase} between probes")
-                pending.clear()
+                self._abandon(
+                    pending, f"not run: the worker {describe_exit(worker.kill())[0]} between probes"
+                )
                 return
             spec, started, log = current
             self.outcomes[spec.id] = self._death(
@@ -210,6 +200,24 @@ class Lane:
             )
             pending.remove(spec)
             return  # the caller starts a fresh worker for what is left
+
+    def _jobs(self, pending: list[ProbeSpec]) -> list[dict[str, Any]]:
+        first = self.session.next_serial(len(pending))
+        logdir = Path(self.session.logdir)
+        return [
+            {
+                "id": s.id,
+                "path": str(s.path),
+                "needs": list(s.meta.needs),
+                "log": str(logdir / f"{n:02d}-{s.id}.log"),
+            }
+            for n, s in enumerate(pending, start=first)
+        ]
+
+    def _abandon(self, pending: list[ProbeSpec], message: str) -> None:
+        for spec in pending:
+            self.outcomes[spec.id] = Outcome("error", message)
+        pending.clear()
 
     def _outcome(self, event: dict[str, Any]) -> Outcome:
         result = event.get("result") or {}

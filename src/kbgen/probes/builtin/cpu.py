@@ -72,10 +72,7 @@ def _torch_capability():
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def run():
-    info = _cpuinfo()
-    raw = set((info.get("flags") or info.get("Features") or "").split())
-    flags = sorted(INTERESTING[f] for f in raw if f in INTERESTING)
+def _facts(info, raw):
     model = info.get("model name") or info.get("Model name") or info.get("Hardware") or platform.processor()
     facts = {
         "model": model or None,
@@ -85,47 +82,45 @@ def run():
         "sockets": info.get("sockets"),
         "cores_per_socket": int(info["cpu cores"]) if info.get("cpu cores", "").isdigit() else None,
         "cache": info.get("cache size"),
-        "flags": " ".join(flags),
+        "flags": " ".join(sorted(INTERESTING[f] for f in raw if f in INTERESTING)),
     }
     for name in ("avx", "avx2", "avx512f"):
         facts[name] = name in raw
-    capability, error = _torch_capability()
-    facts["capability"] = capability
+    return facts
+
+
+def verdict(facts, raw, capability, error):
+    """(status, message) from the CPU's flags and what torch says (or how importing it failed)."""
+    model, flags = facts["model"], facts["flags"] or "none found"
+    x86 = platform.machine() in ("x86_64", "AMD64")
     if error and "SIGILL" in error:
-        missing = [
-            n for n in ("avx", "avx2", "fma", "avx512f") if n not in raw and platform.machine() == "x86_64"
-        ]
+        missing = [n for n in ("avx", "avx2", "fma", "avx512f") if x86 and n not in raw]
         lacks = f"; the CPU lacks {', '.join(missing)}" if missing else ""
-        return {
-            "status": "fail",
-            "message": f"importing torch dies of SIGILL (illegal instruction): this torch build uses "
-            f"instructions the CPU ({model}) does not have{lacks}. "
-            f"CPU flags: {facts['flags'] or 'none found'}",
-            "facts": facts,
-        }
+        return "fail", (
+            f"importing torch dies of SIGILL (illegal instruction): this torch build uses "
+            f"instructions the CPU ({model}) does not have{lacks}. CPU flags: {flags}"
+        )
     if capability is None:
-        return {
-            "status": "pass",
-            "message": f"{model}; flags: {facts['flags']}; torch not checked ({error})",
-            "facts": facts,
-        }
+        return "pass", f"{model}; flags: {flags}; torch not checked ({error})"
     lacking = [f for f in REQUIRES.get(capability, ()) if raw and f not in raw]
     if lacking:
-        return {
-            "status": "fail",
-            "message": f"torch dispatches to {capability} but the CPU lacks {', '.join(lacking)}: expect "
-            "SIGILL (illegal instruction); set ATEN_CPU_CAPABILITY=default to work around",
-            "facts": facts,
-        }
-    if platform.machine() == "x86_64" and raw and "avx" not in raw:
-        return {
-            "status": "warn",
-            "message": f"{model} has no AVX; torch runs its slow default kernels "
-            "(and some builds need AVX to import)",
-            "facts": facts,
-        }
-    return {
-        "status": "pass",
-        "message": f"{model}; torch CPU capability {capability}; flags: {facts['flags']}",
-        "facts": facts,
-    }
+        return "fail", (
+            f"torch dispatches to {capability} but the CPU lacks {', '.join(lacking)}: expect "
+            "SIGILL (illegal instruction); set ATEN_CPU_CAPABILITY=default to work around"
+        )
+    if x86 and raw and "avx" not in raw:
+        return (
+            "warn",
+            f"{model} has no AVX; torch runs its slow default kernels (and some builds need AVX to import)",
+        )
+    return "pass", f"{model}; torch CPU capability {capability}; flags: {flags}"
+
+
+def run():
+    info = _cpuinfo()
+    raw = set((info.get("flags") or info.get("Features") or "").split())
+    facts = _facts(info, raw)
+    capability, error = _torch_capability()
+    facts["capability"] = capability
+    status, message = verdict(facts, raw, capability, error)
+    return {"status": status, "message": message, "facts": facts}

@@ -144,12 +144,7 @@ def _from_torch():
         return {"available": False, "devices": [], "error": f"{type(exc).__name__}: {exc}"}
 
 
-def run():
-    driver = (
-        _from_nvml() or _from_smi() or {"source": None, "devices": [], "driver_cuda": driver_cuda_version()}
-    )
-    seen = _from_torch()
-    devices = driver.get("devices") or seen.get("devices") or []
+def _facts(driver, seen, devices):
     facts = {
         "cuda_available": seen.get("available", False),
         "count": len(devices),
@@ -166,13 +161,17 @@ def run():
         facts[prefix + "memory_total_mb"] = device["memory_mb"]
         if device.get("ecc") is not None:
             facts[prefix + "ecc_uncorrected"] = device["ecc"]
+    return facts
+
+
+def _verdict(facts, driver, seen, devices):
     if not devices and not facts["driver"] and not facts["driver_cuda"]:
         why = driver.get("error") or "no NVML, no nvidia-smi, no libcuda"
         if seen.get("missing"):
             why += f"; torch not importable ({seen['missing']})"
         else:
             why += "; " + (seen.get("error") or "torch sees no CUDA device")
-        return {"status": "skip", "message": f"no NVIDIA GPU or driver found ({why})", "facts": facts}
+        return "skip", f"no NVIDIA GPU or driver found ({why})"
     names = "; ".join(
         f"{d['name']} (sm_{d['capability'].replace('.', '')}, {d['memory_mb']} MB)" for d in devices
     )
@@ -181,22 +180,21 @@ def run():
     )
     ecc = sum(d.get("ecc") or 0 for d in devices)
     if ecc:
-        return {
-            "status": "warn",
-            "message": message + f"; {ecc} uncorrected ECC errors: suspect the hardware",
-            "facts": facts,
-        }
+        return "warn", message + f"; {ecc} uncorrected ECC errors: suspect the hardware"
     if seen.get("missing"):
-        return {
-            "status": "pass",
-            "message": message + f"; torch not checked ({seen['missing']})",
-            "facts": facts,
-        }
+        return "pass", message + f"; torch not checked ({seen['missing']})"
     if not facts["cuda_available"]:
         reason = seen.get("error") or "torch.cuda.is_available() is False"
-        return {
-            "status": "fail",
-            "message": message + f"; but CUDA is not available to torch ({reason})",
-            "facts": facts,
-        }
-    return {"status": "pass", "message": message, "facts": facts}
+        return "fail", message + f"; but CUDA is not available to torch ({reason})"
+    return "pass", message
+
+
+def run():
+    driver = (
+        _from_nvml() or _from_smi() or {"source": None, "devices": [], "driver_cuda": driver_cuda_version()}
+    )
+    seen = _from_torch()
+    devices = driver.get("devices") or seen.get("devices") or []
+    facts = _facts(driver, seen, devices)
+    status, message = _verdict(facts, driver, seen, devices)
+    return {"status": status, "message": message, "facts": facts}

@@ -111,56 +111,71 @@ def _memory_total_mb():
     return None
 
 
-def run():
-    uname = platform.uname()
-    wsl = _wsl(uname.release)
-    cpus, memory = _cgroup_limits()
+def _shm_mb():
     try:
         shm = os.statvfs("/dev/shm")
-        shm_mb = shm.f_blocks * shm.f_frsize // (1024 * 1024)
     except OSError:
-        shm_mb = None
+        return None
+    return shm.f_blocks * shm.f_frsize // (1024 * 1024)
+
+
+def _python_facts():
     venv = sys.prefix != getattr(sys, "base_prefix", sys.prefix)
-    conda = os.environ.get("CONDA_DEFAULT_ENV") or (
-        "yes" if os.path.isdir(os.path.join(sys.prefix, "conda-meta")) else None
-    )
-    libc = " ".join(platform.libc_ver()).strip() or None
+    conda_meta = os.path.isdir(os.path.join(sys.prefix, "conda-meta"))
+    return {
+        "python": platform.python_version(),
+        "python_build": sys.version.replace("\n", " "),
+        "python_executable": sys.executable,
+        "python_bits": 64 if sys.maxsize > 2**32 else 32,
+        "venv": sys.prefix if venv else None,
+        "conda": os.environ.get("CONDA_DEFAULT_ENV") or ("yes" if conda_meta else None),
+    }
+
+
+def _machine_facts():
+    uname = platform.uname()
+    cpus, memory = _cgroup_limits()
     tools = _versions(("gcc", "clang", "cmake"))
-    facts = {
+    return {
         "os": _os_name(),
         "kernel": uname.release,
         "arch": uname.machine,
         "platform": platform.platform(),
-        "wsl": wsl,
+        "wsl": _wsl(uname.release),
         "wsl_dxg": os.path.exists("/dev/dxg"),
         "wsl_lib": os.path.isdir("/usr/lib/wsl/lib"),
         "container": _container(),
         "cgroup_cpus": cpus,
         "cgroup_memory_mb": memory,
         "memory_total_mb": _memory_total_mb(),
-        "shm_mb": shm_mb,
-        "libc": libc,
+        "shm_mb": _shm_mb(),
+        "libc": " ".join(platform.libc_ver()).strip() or None,
         "gcc": tools["gcc"],
         "clang": tools["clang"],
         "cmake": tools["cmake"],
-        "python": platform.python_version(),
-        "python_build": sys.version.replace("\n", " "),
-        "python_executable": sys.executable,
-        "python_bits": 64 if sys.maxsize > 2**32 else 32,
-        "venv": sys.prefix if venv else None,
-        "conda": conda,
     }
-    warnings = []
-    if wsl == "WSL1":
-        warnings.append("WSL1 has no GPU support; CUDA needs WSL2")
-    if wsl == "WSL2" and not facts["wsl_dxg"]:
-        warnings.append("WSL2 without /dev/dxg: the GPU is not passed through")
-    if shm_mb is not None and shm_mb < SHM_WARN_MB:
-        warnings.append(
-            f"/dev/shm is {shm_mb} MB; DataLoader workers may die with a bus error (docker: --shm-size)"
+
+
+def _warnings(facts):
+    found = []
+    if facts["wsl"] == "WSL1":
+        found.append("WSL1 has no GPU support; CUDA needs WSL2")
+    if facts["wsl"] == "WSL2" and not facts["wsl_dxg"]:
+        found.append("WSL2 without /dev/dxg: the GPU is not passed through")
+    shm = facts["shm_mb"]
+    if shm is not None and shm < SHM_WARN_MB:
+        found.append(
+            f"/dev/shm is {shm} MB; DataLoader workers may die with a bus error (docker: --shm-size)"
         )
-    summary = f"{facts['os']}, kernel {uname.release}" + (f" ({wsl})" if wsl != "no" else "")
+    return found
+
+
+def run():
+    facts = {**_machine_facts(), **_python_facts()}
+    wsl = facts["wsl"]
+    summary = f"{facts['os']}, kernel {facts['kernel']}" + (f" ({wsl})" if wsl != "no" else "")
     summary += f", Python {facts['python']}"
+    warnings = _warnings(facts)
     if warnings:
         return {"status": "warn", "message": summary + "; " + "; ".join(warnings), "facts": facts}
     return {"status": "pass", "message": summary, "facts": facts}
