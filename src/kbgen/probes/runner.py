@@ -272,7 +272,9 @@ class ProbeSession:
     ) -> None:
         self.python = resolve_python(python)
         self.timeout = timeout
-        self.startup_limit = startup_limit or (min(timeout, STARTUP_LIMIT) if timeout else STARTUP_LIMIT)
+        # a short --timeout also shortens the wait for a hung interpreter, but never below a second
+        limit = min(max(timeout, 1.0), STARTUP_LIMIT) if timeout else STARTUP_LIMIT
+        self.startup_limit = startup_limit or limit
         self.logdir = tempfile.mkdtemp(prefix="kbgen-probe-")
         self.failed = threading.Event()
         #: set once the first worker said hello (or could not): the interpreter is checked only once
