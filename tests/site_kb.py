@@ -246,7 +246,11 @@ fixes_tried:
 """
 
 PROBE = """\
-PROBE = {"id": "label-range", "title": "Label range of a saved batch", "description": "Loads batch.pt and checks labels."}
+PROBE = {
+    "id": "label-range",
+    "title": "Label range of a saved batch",
+    "description": "Loads batch.pt and checks labels.",
+}
 
 
 def run():

@@ -9,17 +9,24 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from site_kb import TODAY, make_site_project, write_files
 
 from kbgen.cli import cli
+from site_kb import TODAY, make_site_project, write_files
 
 MKDOCS = [sys.executable, "-m", "mkdocs"]
 
 
 def build(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KBGEN_NOW": TODAY, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([*MKDOCS, "build", "--strict", *extra], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [*MKDOCS, "build", "--strict", *extra],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def html_of(project: Path, page: str) -> str:
@@ -35,8 +42,18 @@ def test_strict_build_publishes_every_page_and_writes_nothing_into_docs(project:
     docs_before = sorted(p.relative_to(project) for p in (project / "docs").rglob("*"))
     result = build(project)
     assert result.returncode == 0, result.stderr
-    for page in ["", "bugs", "bugs/BUG-20251109-002", "errors", "errors/cuda-illegal-memory-access",
-                 "causes/out-of-range-index", "fixes/reinstall-wheel", "probes", "tags", "getting-started"]:
+    for page in [
+        "",
+        "bugs",
+        "bugs/BUG-20251109-002",
+        "errors",
+        "errors/cuda-illegal-memory-access",
+        "causes/out-of-range-index",
+        "fixes/reinstall-wheel",
+        "probes",
+        "tags",
+        "getting-started",
+    ]:
         assert (project / "site" / page / "index.html").is_file(), page
     assert sorted(p.relative_to(project) for p in (project / "docs").rglob("*")) == docs_before
     bug = html_of(project, "bugs/BUG-20251109-002")
@@ -66,14 +83,20 @@ def test_bugs_are_listed_in_tables_not_in_the_sidebar(project: Path) -> None:
 
 def test_edit_links_point_at_the_kb_file(project: Path) -> None:
     config = project / "mkdocs.yml"
-    config.write_text(config.read_text() + "repo_url: https://example.com/team/gpu-kb\nedit_uri: edit/main/docs/\n")
+    config.write_text(
+        config.read_text() + "repo_url: https://example.com/team/gpu-kb\nedit_uri: edit/main/docs/\n"
+    )
     assert build(project).returncode == 0
     assert 'href="https://example.com/team/gpu-kb/edit/main/kb/bugs/BUG-20251109-002.md"' in html_of(
-        project, "bugs/BUG-20251109-002")
-    assert 'href="https://example.com/team/gpu-kb/edit/main/kb/errors/cuda-illegal-memory-access.md"' in html_of(
-        project, "errors/cuda-illegal-memory-access")
+        project, "bugs/BUG-20251109-002"
+    )
+    assert (
+        'href="https://example.com/team/gpu-kb/edit/main/kb/errors/cuda-illegal-memory-access.md"'
+        in html_of(project, "errors/cuda-illegal-memory-access")
+    )
     assert 'href="https://example.com/team/gpu-kb/edit/main/docs/getting-started.md"' in html_of(
-        project, "getting-started")
+        project, "getting-started"
+    )
 
 
 def test_invalid_kb_fails_the_build_with_file_and_line(project: Path) -> None:
@@ -112,8 +135,9 @@ def test_a_docs_file_in_the_way_of_a_generated_page_fails(project: Path) -> None
 
 def build_pages(project: Path, out: Path, *extra: str) -> tuple[int, str]:
     runner = CliRunner()
-    result = runner.invoke(cli, ["--kb", str(project), "build-pages", str(out), *extra],
-                           env={"KBGEN_NOW": TODAY})
+    result = runner.invoke(
+        cli, ["--kb", str(project), "build-pages", str(out), *extra], env={"KBGEN_NOW": TODAY}
+    )
     return result.exit_code, result.output
 
 
@@ -126,7 +150,12 @@ def test_build_pages_writes_only_what_changed(project: Path, tmp_path: Path) -> 
     bug.write_text(bug.read_text().replace("severity: medium", "severity: low"))
     assert build_pages(project, out) == (0, f"{out}: 4 written, 16 unchanged, 0 removed\n")
     touched = sorted(str(p.relative_to(out)) for p, t in before.items() if p.stat().st_mtime_ns != t)
-    assert touched == ["bugs/BUG-20251020-001.md", "bugs/index.md", "errors/cuda-device-side-assert.md", "index.md"]
+    assert touched == [
+        "bugs/BUG-20251020-001.md",
+        "bugs/index.md",
+        "errors/cuda-device-side-assert.md",
+        "index.md",
+    ]
     bug.unlink()
     code, output = build_pages(project, out)
     assert (code, output) == (0, f"{out}: 8 written, 11 unchanged, 1 removed\n")
@@ -151,7 +180,9 @@ def test_built_pages_make_the_same_site_without_the_plugin(project: Path, tmp_pa
     out = tmp_path / "pages"
     assert build_pages(project, out)[0] == 0
     config = (project / "mkdocs.yml").read_text()
-    plain = config.replace("  - kbgen:\n      stale_days: 180\n", "").replace("docs_dir: docs", f"docs_dir: {out}")
+    plain = config.replace("  - kbgen:\n      stale_days: 180\n", "").replace(
+        "docs_dir: docs", f"docs_dir: {out}"
+    )
     assert plain != config
     (project / "plain.yml").write_text(plain)
     result = build(project, "-f", "plain.yml", "--site-dir", str(tmp_path / "plain-site"))

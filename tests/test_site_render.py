@@ -11,24 +11,56 @@ from pathlib import Path
 
 import markdown
 import pytest
-from site_kb import make_site_project, write_files
 
 from kbgen import pages, render
 from kbgen.render import TemplateError
 from kbgen.sitedata import ProbeInfo, SiteData
 from kbgen.store import Project, load_kb
+from site_kb import make_site_project, write_files
 
 GOLDEN = Path(__file__).parent / "golden"
 TODAY = dt.date(2025, 11, 21)
 PROBES = {
-    "gpu": ProbeInfo("gpu", "GPU and driver", "Device, capability and driver.", ["torch?"], 30.0, True, True,
-                     "kbgen/probes/builtin/gpu.py"),
-    "compat": ProbeInfo("compat", "Build matches GPU", "Arch list against the GPU.", ["torch"], 30.0, True, True,
-                        "kbgen/probes/builtin/compat.py"),
-    "cuda-smoke": ProbeInfo("cuda-smoke", "CUDA smoke test", "A matmul and a synchronize.", ["cuda"], 60.0, False,
-                            True, "kbgen/probes/builtin/cuda_smoke.py"),
-    "label-range": ProbeInfo("label-range", "Label range of a saved batch", "Loads batch.pt.", [], 30.0, False,
-                             False, "kb/probes/label-range.py"),
+    "gpu": ProbeInfo(
+        "gpu",
+        "GPU and driver",
+        "Device, capability and driver.",
+        ["torch?"],
+        30.0,
+        True,
+        True,
+        "kbgen/probes/builtin/gpu.py",
+    ),
+    "compat": ProbeInfo(
+        "compat",
+        "Build matches GPU",
+        "Arch list against the GPU.",
+        ["torch"],
+        30.0,
+        True,
+        True,
+        "kbgen/probes/builtin/compat.py",
+    ),
+    "cuda-smoke": ProbeInfo(
+        "cuda-smoke",
+        "CUDA smoke test",
+        "A matmul and a synchronize.",
+        ["cuda"],
+        60.0,
+        False,
+        True,
+        "kbgen/probes/builtin/cuda_smoke.py",
+    ),
+    "label-range": ProbeInfo(
+        "label-range",
+        "Label range of a saved batch",
+        "Loads batch.pt.",
+        [],
+        30.0,
+        False,
+        False,
+        "kb/probes/label-range.py",
+    ),
 }
 
 
@@ -72,7 +104,9 @@ def check_golden(request: pytest.FixtureRequest, name: str, text: str) -> None:
         ("tags.md", lambda env, site: render.render_tags(env, site)),
     ],
 )
-def test_page_matches_golden(request: pytest.FixtureRequest, env: object, site: SiteData, name: str, make: object) -> None:
+def test_page_matches_golden(
+    request: pytest.FixtureRequest, env: object, site: SiteData, name: str, make: object
+) -> None:
     check_golden(request, name, make(env, site))  # type: ignore[operator]
 
 
@@ -80,8 +114,17 @@ def to_html(text: str) -> str:
     """The page as the site's Markdown extensions render it (frontmatter dropped)."""
     if text.startswith("---\n"):
         text = text.split("\n---\n", 1)[1]
-    extensions = ["admonition", "attr_list", "md_in_html", "tables", "toc", "pymdownx.superfences",
-                  "pymdownx.tabbed", "pymdownx.tasklist", "pymdownx.details"]
+    extensions = [
+        "admonition",
+        "attr_list",
+        "md_in_html",
+        "tables",
+        "toc",
+        "pymdownx.superfences",
+        "pymdownx.tabbed",
+        "pymdownx.tasklist",
+        "pymdownx.details",
+    ]
     return markdown.markdown(text, extensions=extensions)
 
 
@@ -102,7 +145,7 @@ def test_message_fence_is_longer_than_any_backtick_run_inside(env: object, site:
     assert "`````text\n{% raw %}" in text
     html = to_html(text)
     assert "```` four backticks inside" in html
-    assert "<h2 id=\"environment\">Environment</h2>" in html  # the fence closed where it should
+    assert '<h2 id="environment">Environment</h2>' in html  # the fence closed where it should
 
 
 def test_body_comments_dropped_and_headings_nested(env: object, site: SiteData) -> None:
@@ -120,7 +163,9 @@ def test_page_metadata_is_safe_for_the_theme(env: object, site: SiteData) -> Non
 
 
 def test_project_template_overrides_the_packaged_one(tmp_path: Path, site: SiteData) -> None:
-    write_files(tmp_path / "custom", {"templates/page-tags.md.j2": "# Our tags\n\n{{ site.bugs | length }} bugs\n"})
+    write_files(
+        tmp_path / "custom", {"templates/page-tags.md.j2": "# Our tags\n\n{{ site.bugs | length }} bugs\n"}
+    )
     env = render.make_environment(render.template_dirs(tmp_path / "custom"))
     assert render.render_tags(env, site) == "# Our tags\n\n3 bugs\n"
     # the other templates still come from kbgen
@@ -132,7 +177,9 @@ def test_template_syntax_error_names_file_and_line(tmp_path: Path, site: SiteDat
     env = render.make_environment(render.template_dirs(tmp_path))
     with pytest.raises(TemplateError) as caught:
         render.render_fix(env, site, "clamp-labels")
-    assert str(caught.value).startswith(f"{tmp_path / 'templates/page-fix.md.j2'}:4: Unexpected end of template.")
+    assert str(caught.value).startswith(
+        f"{tmp_path / 'templates/page-fix.md.j2'}:4: Unexpected end of template."
+    )
 
 
 def test_template_runtime_error_names_file_and_line(tmp_path: Path, site: SiteData) -> None:
@@ -155,7 +202,12 @@ def test_unchanged_entries_are_not_rendered_again(tmp_path: Path, env: object) -
     bug.write_text(bug.read_text().replace("in the embedding", "in the embedding layer"))
     second = pages.generate(SiteData(load_kb(project), TODAY, PROBES), env, cache)  # type: ignore[arg-type]
     changed = sorted(new.uri for old, new in zip(first, second, strict=True) if old.text != new.text)
-    assert changed == ["bugs/BUG-20251020-001.md", "bugs/index.md", "causes/out-of-range-index.md",
-                       "errors/cuda-device-side-assert.md", "index.md"]
+    assert changed == [
+        "bugs/BUG-20251020-001.md",
+        "bugs/index.md",
+        "causes/out-of-range-index.md",
+        "errors/cuda-device-side-assert.md",
+        "index.md",
+    ]
     # the pages of records the change does not touch come from the cache
     assert cache.hits == 5  # the other two bugs, the other error type, cause and fix

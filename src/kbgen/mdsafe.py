@@ -33,14 +33,14 @@ _INLINE = {
     "#": "\\#",
     "!": "\\!",
 }
-_INLINE_RE = re.compile("[" + re.escape("".join(_INLINE)) + "]")
+_INLINE_TABLE = str.maketrans(_INLINE)
 _WS_RE = re.compile(r"\s+")
 
 
 def inline(text: object) -> Markup:
     """``text`` as one line of literal Markdown: no markup, no HTML, no line breaks."""
-    flat = _WS_RE.sub(" ", str(text)).strip()
-    return Markup(_INLINE_RE.sub(lambda m: _INLINE[m.group(0)], flat))
+    flat = " ".join(str(text).split())  # called for every value on every page: str methods only
+    return Markup(flat.translate(_INLINE_TABLE))
 
 
 def longest_run(text: str, char: str = "`") -> int:
@@ -60,8 +60,8 @@ def fence(text: object, lang: str = "text", indent: int = 0) -> Markup:
 
 def code(text: object) -> Markup:
     """``text`` as an inline code span (one line), delimited so nothing inside can end it."""
-    flat = _WS_RE.sub(" ", str(text)).strip()
-    ticks = "`" * (longest_run(flat) + 1)
+    flat = " ".join(str(text).split())
+    ticks = "`" * (longest_run(flat) + 1) if "`" in flat else "`"
     pad = " " if flat.startswith("`") or flat.endswith("`") else ""
     return Markup(f"{ticks}{pad}{flat}{pad}{ticks}")
 

@@ -24,7 +24,7 @@ import yaml
 from kbgen import render
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.sitedata import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
-from kbgen.store import Kb, Project, load_kb
+from kbgen.store import Entry, Kb, Project, load_kb, read_entry
 
 MANIFEST = ".kbgen-pages.json"
 
@@ -61,14 +61,44 @@ def probe_catalogue(project: Project) -> dict[str, ProbeInfo]:
     for spec in discover(project):
         meta = spec.meta
         where = f"kbgen/probes/builtin/{spec.path.name}" if spec.builtin else project.rel(spec.path)
-        found[meta.id] = ProbeInfo(meta.id, meta.title, meta.description, list(meta.needs), meta.timeout,
-                                   meta.default, spec.builtin, where)
+        found[meta.id] = ProbeInfo(
+            meta.id,
+            meta.title,
+            meta.description,
+            list(meta.needs),
+            meta.timeout,
+            meta.default,
+            spec.builtin,
+            where,
+        )
     return found
 
 
-def load_site(project: Project, *, today: dt.date, stale_days: int = 180) -> tuple[SiteData, list[Problem]]:
+class EntryCache:
+    """Entries of files that did not change since they were read (same size, times and inode)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry]] = {}
+
+    def read(self, path: Path, kind: str, project: Project) -> Entry:
+        try:
+            st = path.stat()
+            stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        except OSError:
+            return read_entry(path, kind, project)  # reports the problem with file and line
+        known = self.entries.get((kind, path))
+        if known is not None and known[0] == stamp:
+            return known[1]
+        entry = read_entry(path, kind, project)  # a broken file raises and is not remembered
+        self.entries[(kind, path)] = (stamp, entry)
+        return entry
+
+
+def load_site(
+    project: Project, *, today: dt.date, stale_days: int = 180, cache: EntryCache | None = None
+) -> tuple[SiteData, list[Problem]]:
     """Load and check the KB; raise EntryError listing every error, return the warnings."""
-    kb = load_kb(project)
+    kb = load_kb(project, cache.read if cache is not None else None)
     problems = kb_problems(kb)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
@@ -98,37 +128,63 @@ def _key(*parts: str) -> str:
 def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], list[str]]]:
     """Each page with its render function, arguments and the digests its content depends on."""
     d = site.digest
-    everything = [d(kind, rid) for kind in ("error", "cause", "fix", "bug") for rid in sorted(site.kb.of(kind))]
+    everything = [
+        d(kind, rid) for kind in ("error", "cause", "fix", "bug") for rid in sorted(site.kb.of(kind))
+    ]
     probes = _key(*(repr(p) for p in site.probes.values()))
     whole = [_key(*everything), probes, site.today.isoformat(), str(site.stale_days)]
-    for uri, fn in ((HOME, render.render_home), (BUGS, render.render_bug_index),
-                    (ERRORS, render.render_error_index), (CAUSES, render.render_cause_index),
-                    (FIXES, render.render_fix_index), (PROBES, render.render_probes), (TAGS, render.render_tags)):
+    for uri, fn in (
+        (HOME, render.render_home),
+        (BUGS, render.render_bug_index),
+        (ERRORS, render.render_error_index),
+        (CAUSES, render.render_cause_index),
+        (FIXES, render.render_fix_index),
+        (PROBES, render.render_probes),
+        (TAGS, render.render_tags),
+    ):
         yield Page(uri, ""), fn, (), whole
     for bug in site.bugs.values():
         causes = [*bug.confirmed_causes, *bug.suspected_causes]
         fixes = [f for c in causes if c in site.causes for f in site.causes[c].fixes]
-        deps = [d("bug", bug.id), d("error", bug.error or ""), probes,
-                *(d("cause", c) for c in causes), *(d("fix", f) for f in fixes),
-                *(d("fix", a.fix) for a in bug.fixes_tried),
-                *(d("bug", b) for b in site.related_bugs.get(bug.id, []))]
+        deps = [
+            d("bug", bug.id),
+            d("error", bug.error or ""),
+            probes,
+            *(d("cause", c) for c in causes),
+            *(d("fix", f) for f in fixes),
+            *(d("fix", a.fix) for a in bug.fixes_tried),
+            *(d("bug", b) for b in site.related_bugs.get(bug.id, [])),
+        ]
         yield _page("bug", bug.id, site), render.render_bug, (bug.id,), deps
     for error in site.errors.values():
         cause_ids = [ref.cause for ref in error.causes]
-        deps = [d("error", error.id), probes, *(d("cause", c) for c in cause_ids),
-                *(d("fix", f) for c in cause_ids if c in site.causes for f in site.causes[c].fixes),
-                *(d("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
-                *(d("error", e) for e in [*error.related, *error.secondary_to])]
+        deps = [
+            d("error", error.id),
+            probes,
+            *(d("cause", c) for c in cause_ids),
+            *(d("fix", f) for c in cause_ids if c in site.causes for f in site.causes[c].fixes),
+            *(d("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
+            *(d("error", e) for e in [*error.related, *error.secondary_to]),
+        ]
         yield _page("error", error.id, site), render.render_error, (error.id,), deps
     for cause in site.causes.values():
-        deps = [d("cause", cause.id), *(d("fix", f) for f in cause.fixes),
-                *(d("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
-                *(d("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])), site.today.isoformat()]
+        deps = [
+            d("cause", cause.id),
+            *(d("fix", f) for f in cause.fixes),
+            *(d("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
+            *(d("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])),
+            site.today.isoformat(),
+        ]
         yield _page("cause", cause.id, site), render.render_cause, (cause.id,), deps
     for fix in site.fixes.values():
-        deps = [d("fix", fix.id), probes, site.today.isoformat(), str(site.stale_days),
-                *(d("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
-                *(d("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, []))]
+        deps = [
+            d("fix", fix.id),
+            probes,
+            site.today.isoformat(),
+            str(site.stale_days),
+            *(d("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
+            *(d("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, [])),
+        ]
         yield _page("fix", fix.id, site), render.render_fix, (fix.id,), deps
 
 
@@ -136,8 +192,12 @@ def _page(kind: str, record_id: str, site: SiteData) -> Page:
     return Page(page_uri(kind, record_id), "", site.source_of(kind, record_id), kind)
 
 
-def generate(site: SiteData, env: jinja2.Environment, cache: PageCache | None = None,
-             templates_digest: str | None = None) -> list[Page]:
+def generate(
+    site: SiteData,
+    env: jinja2.Environment,
+    cache: PageCache | None = None,
+    templates_digest: str | None = None,
+) -> list[Page]:
     """Every page of the site; with ``cache``, pages whose inputs did not change are reused."""
     cache = cache if cache is not None else PageCache()
     digest = templates_digest or render.fingerprint(env)
@@ -246,7 +306,9 @@ def _read_manifest(path: Path) -> list[str]:
     except (OSError, ValueError):
         return []
     # Only plain relative names: a doctored manifest must not delete files outside the folder.
-    return [n for n in names if isinstance(n, str) and not n.startswith(("/", "\\")) and ".." not in n.split("/")]
+    return [
+        n for n in names if isinstance(n, str) and not n.startswith(("/", "\\")) and ".." not in n.split("/")
+    ]
 
 
 def _replace(path: Path, data: bytes) -> None:
@@ -258,4 +320,6 @@ def _replace(path: Path, data: bytes) -> None:
             handle.write(data)
         os.replace(tmp, path)
     except OSError as exc:
-        raise KbgenError(f"{path}: cannot write: {exc.strerror}", hint="check the folder's permissions") from None
+        raise KbgenError(
+            f"{path}: cannot write: {exc.strerror}", hint="check the folder's permissions"
+        ) from None

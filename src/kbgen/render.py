@@ -88,6 +88,36 @@ def _href(context: Any, target: str) -> Markup:
     return Markup(relative(target, context["here"]))
 
 
+_RECORDS = {"bug": "bugs", "error": "errors", "cause": "causes", "fix": "fixes"}
+_ORDER = {"status": list(Status), "sev": SEVERITY_ORDER}
+
+
+@jinja2.pass_context
+def _link(context: Any, kind: str, record_id: str) -> Markup:
+    """``[title](page)`` for a record, or its id as text when there is no such record."""
+    records = getattr(context["site"], _RECORDS[kind])
+    if record_id not in records:
+        return mdsafe.inline(record_id)
+    label = record_id if kind == "bug" else records[record_id].title
+    return Markup(f"[{mdsafe.inline(label)}]({relative(page_uri(kind, record_id), context['here'])})")
+
+
+@jinja2.pass_context
+def _probe_link(context: Any, probe_id: str) -> Markup:
+    """The probe's id as code, linked to its entry in the catalogue when it has one."""
+    if probe_id not in context["site"].probes:
+        return mdsafe.code(probe_id)
+    return Markup(f"[{mdsafe.code(probe_id)}]({relative(f'{PROBES}#probe-{probe_id}', context['here'])})")
+
+
+def _badge(kind: str, value: Enum) -> Markup:
+    """A coloured label for a status, severity ("sev"), risk or likelihood ("like")."""
+    label = value.value.replace("-", " ") + (" risk" if kind == "risk" else "")
+    order = _ORDER.get(kind)
+    sort = f' data-sort="{order.index(value)}"' if order else ""  # the bug table sorts by rank
+    return Markup(f'<span class="kb-badge kb-{kind} kb-{kind}--{value.value}"{sort}>{label}</span>')
+
+
 def make_environment(dirs: list[Path]) -> jinja2.Environment:
     """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors."""
     env = jinja2.Environment(
@@ -113,10 +143,18 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
     )
     env.globals.update(
         href=_href,
+        link=_link,
+        probe_link=_probe_link,
+        badge=_badge,
         uri=page_uri,
-        HOME=HOME, BUGS=BUGS, ERRORS=ERRORS, CAUSES=CAUSES, FIXES=FIXES, PROBES=PROBES, TAGS=TAGS,
+        HOME=HOME,
+        BUGS=BUGS,
+        ERRORS=ERRORS,
+        CAUSES=CAUSES,
+        FIXES=FIXES,
+        PROBES=PROBES,
+        TAGS=TAGS,
         SEVERITIES=SEVERITY_ORDER,
-        STATUSES=list(Status),
     )
     return env
 
@@ -138,11 +176,16 @@ def render(env: jinja2.Environment, name: str, **context: Any) -> str:
         where = f"{relpath(Path(exc.filename))}:{exc.lineno}" if exc.filename else f"{name}:{exc.lineno}"
         raise TemplateError(f"{where}: {exc.message}", hint="fix the template syntax") from None
     except jinja2.TemplateNotFound as exc:
-        raise TemplateError(f"template {exc.name} not found in {', '.join(map(str, env.loader.searchpath))}"  # type: ignore[union-attr]
-                            ) from None
+        raise TemplateError(
+            f"template {exc.name} not found in {', '.join(map(str, env.loader.searchpath))}"  # type: ignore[union-attr]
+        ) from None
     except Exception as exc:  # a template runs code: any failure is reported as template:line
         where = _template_frame(exc) or name
-        what = exc.message if isinstance(exc, jinja2.TemplateError) and exc.message else f"{type(exc).__name__}: {exc}"
+        what = (
+            exc.message
+            if isinstance(exc, jinja2.TemplateError) and exc.message
+            else f"{type(exc).__name__}: {exc}"
+        )
         raise TemplateError(f"{where}: {what}", hint=f"while rendering {context.get('here', name)}") from None
 
 
@@ -167,10 +210,21 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
     bugs = sorted(site.bugs.values(), key=lambda b: (b.updated, b.id), reverse=True)
     busiest = sorted(site.bugs_by_error.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     failing = [b for b in bugs if site.failed_findings(b)]
-    stale = sorted((f for f in site.fixes.values() if site.is_stale(f)),
-                   key=lambda f: (f.last_verified or dt.date.min, f.id))
-    return _page(env, site, "page-home.md.j2", HOME, recent=bugs[:recent], busiest=busiest[:recent],
-                 failing=failing[:recent], stale=stale, open_bugs=[b for b in bugs if site.is_open(b)])
+    stale = sorted(
+        (f for f in site.fixes.values() if site.is_stale(f)),
+        key=lambda f: (f.last_verified or dt.date.min, f.id),
+    )
+    return _page(
+        env,
+        site,
+        "page-home.md.j2",
+        HOME,
+        recent=bugs[:recent],
+        busiest=busiest[:recent],
+        failing=failing[:recent],
+        stale=stale,
+        open_bugs=[b for b in bugs if site.is_open(b)],
+    )
 
 
 def render_bug_index(env: jinja2.Environment, site: SiteData) -> str:
@@ -189,8 +243,16 @@ def render_bug(env: jinja2.Environment, site: SiteData, bug_id: str) -> str:
         for fix_id in cause.fixes if cause else []:
             if fix_id in site.fixes and fix_id not in tried and fix_id not in untried:
                 untried.append(fix_id)
-    return _page(env, site, "page-bug.md.j2", page_uri("bug", bug_id), bug=bug, untried=untried,
-                 source=site.source_of("bug", bug_id), body=site.body("bug", bug_id))
+    return _page(
+        env,
+        site,
+        "page-bug.md.j2",
+        page_uri("bug", bug_id),
+        bug=bug,
+        untried=untried,
+        source=site.source_of("bug", bug_id),
+        body=site.body("bug", bug_id),
+    )
 
 
 def ranked_causes(error: Any) -> list[Any]:
@@ -206,9 +268,16 @@ def render_error_index(env: jinja2.Environment, site: SiteData) -> str:
 def render_error(env: jinja2.Environment, site: SiteData, error_id: str) -> str:
     """A troubleshooting page: signatures, ranked causes with fixes, diagnostics, bugs."""
     error = site.errors[error_id]
-    return _page(env, site, "page-error.md.j2", page_uri("error", error_id), error=error,
-                 causes=ranked_causes(error), source=site.source_of("error", error_id),
-                 body=site.body("error", error_id))
+    return _page(
+        env,
+        site,
+        "page-error.md.j2",
+        page_uri("error", error_id),
+        error=error,
+        causes=ranked_causes(error),
+        source=site.source_of("error", error_id),
+        body=site.body("error", error_id),
+    )
 
 
 def render_cause_index(env: jinja2.Environment, site: SiteData) -> str:
@@ -217,8 +286,15 @@ def render_cause_index(env: jinja2.Environment, site: SiteData) -> str:
 
 
 def render_cause(env: jinja2.Environment, site: SiteData, cause_id: str) -> str:
-    return _page(env, site, "page-cause.md.j2", page_uri("cause", cause_id), cause=site.causes[cause_id],
-                 source=site.source_of("cause", cause_id), body=site.body("cause", cause_id))
+    return _page(
+        env,
+        site,
+        "page-cause.md.j2",
+        page_uri("cause", cause_id),
+        cause=site.causes[cause_id],
+        source=site.source_of("cause", cause_id),
+        body=site.body("cause", cause_id),
+    )
 
 
 def render_fix_index(env: jinja2.Environment, site: SiteData) -> str:
@@ -227,8 +303,15 @@ def render_fix_index(env: jinja2.Environment, site: SiteData) -> str:
 
 
 def render_fix(env: jinja2.Environment, site: SiteData, fix_id: str) -> str:
-    return _page(env, site, "page-fix.md.j2", page_uri("fix", fix_id), fix=site.fixes[fix_id],
-                 source=site.source_of("fix", fix_id), body=site.body("fix", fix_id))
+    return _page(
+        env,
+        site,
+        "page-fix.md.j2",
+        page_uri("fix", fix_id),
+        fix=site.fixes[fix_id],
+        source=site.source_of("fix", fix_id),
+        body=site.body("fix", fix_id),
+    )
 
 
 def render_probes(env: jinja2.Environment, site: SiteData) -> str:

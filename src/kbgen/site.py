@@ -19,7 +19,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
@@ -46,6 +46,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def __init__(self) -> None:
         self.cache = pages.PageCache()
+        self.entries = pages.EntryCache()
+        self.built: set[str] = set()  # pages mkdocs rendered in this build (all but a dirty one's)
+        self.search: dict[str, list[Any]] = {}  # page url -> its search entries, across dirty builds
+        self.urls: set[str] = set()
         self.project: Project | None = None
         self.pages_dir: Path | None = None  # set under `serve --dirty`
         self.env: Any = None
@@ -79,17 +83,21 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             pages.write_pages(bodies, self.pages_dir)
         for page in generated:
             if files.get_file_from_path(page.uri) is not None:
-                raise PluginError(f"kbgen: {Path(config.docs_dir, page.uri)} is in the way of the generated "
-                                  f"page {page.uri}; remove or rename it")
+                raise PluginError(
+                    f"kbgen: {Path(config.docs_dir, page.uri)} is in the way of the generated "
+                    f"page {page.uri}; remove or rename it"
+                )
             files.append(self._file(config, page, docs))
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
+        self.urls = {file.url for file in files.documentation_pages()}
         return files
 
     def _generate(self) -> list[pages.Page]:
         assert self.project is not None
         try:
-            site, warnings = pages.load_site(self.project, today=clock.now().date(),
-                                             stale_days=self.config.stale_days)
+            site, warnings = pages.load_site(
+                self.project, today=clock.now().date(), stale_days=self.config.stale_days, cache=self.entries
+            )
             for problem in warnings:
                 log.warning(problem.format())
             return pages.generate(site, self.env, self.cache)
@@ -100,7 +108,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # Record pages stay out of the sidebar: a nav listing every bug makes each page carry it.
         level = InclusionLevel.NOT_IN_NAV if page.source else InclusionLevel.UNDEFINED
         if self.pages_dir is not None:
-            file = File.generated(config, page.uri, abs_src_path=str(self.pages_dir / page.uri), inclusion=level)
+            file = File.generated(
+                config, page.uri, abs_src_path=str(self.pages_dir / page.uri), inclusion=level
+            )
         else:
             file = File.generated(config, page.uri, content=page.text, inclusion=level)
         if page.source is not None:
@@ -120,12 +130,39 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 file.page.parent = section
                 section.children.append(file.page)
         ordered = list(_pages_in(nav.items))
-        for before, after in zip([None, *ordered], [*ordered, None]):
+        for before, after in zip([None, *ordered], [*ordered, None], strict=True):
             if before is not None:
                 before.next_page = after
             if after is not None:
                 after.previous_page = before
         return Navigation(nav.items, ordered)
+
+    def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
+        self.built.add(page.url)
+        return context
+
+    @event_priority(100)  # before the search plugin writes its index
+    def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.pages_dir is not None:
+            self._keep_search_complete(config)
+        self.built = set()
+
+    def _keep_search_complete(self, config: MkDocsConfig) -> None:
+        """Under dirty reload the theme's search index would hold only the pages just rebuilt.
+
+        Keep every page's entries across builds and hand the theme the whole set to write.
+        """
+        search = next((p for p in config.plugins.values() if hasattr(p, "search_index_prev")), None)
+        index = getattr(search, "search_index", None)
+        if search is None or not isinstance(getattr(index, "entries", None), list):
+            return
+        fresh: dict[str, list[Any]] = {url: [] for url in self.built}
+        for entry in index.entries:  # type: ignore[union-attr]
+            fresh.setdefault(str(entry.get("location", "")).split("#")[0], []).append(entry)
+        self.search = {url: found for url, found in self.search.items() if url in self.urls}
+        self.search.update(fresh)
+        index.entries = [entry for url in sorted(self.search) for entry in self.search[url]]  # type: ignore[union-attr]
+        search.search_index_prev = None  # its own merge would drop pages below a rebuilt index page
 
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None

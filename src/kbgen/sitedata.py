@@ -53,7 +53,11 @@ def page_uri(kind: str, record_id: str) -> str:
 def relative(target: str, here: str) -> str:
     """A link from the page at ``here`` to the page (or ``page#anchor``) ``target``."""
     path, _, anchor = target.partition("#")
-    rel = posixpath.relpath(path, posixpath.dirname(here) or ".") if path else ""
+    folder = posixpath.dirname(here)
+    if not path or posixpath.dirname(path) == folder:
+        rel = posixpath.basename(path)
+    else:  # called for every link of every page: plain string work, no os.path.relpath
+        rel = "../" * (folder.count("/") + 1 if folder else 0) + path
     return f"{rel}#{anchor}" if anchor else rel
 
 
@@ -164,6 +168,9 @@ class SiteData:
 
     def is_open(self, bug: Bug) -> bool:
         return bug.status not in CLOSED_STATUSES
+
+    def open_count(self, bugs: list[Bug]) -> int:
+        return sum(1 for b in bugs if b.status not in CLOSED_STATUSES)
 
     def failed_findings(self, bug: Bug) -> list[Any]:
         return [f for f in bug.findings if f.status in FAILED]

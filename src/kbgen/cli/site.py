@@ -14,20 +14,37 @@ class _Echo(logging.Handler):
     """mkdocs' log lines on stderr, as its own command prints them."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"{record.levelname:<8}-  {record.getMessage()}", err=True)
+        message = record.getMessage()
+        if not message.startswith("A 'dirty' build is being performed"):  # chosen on purpose; said once
+            click.echo(f"{record.levelname:<8}-  {message}", err=True)
 
 
 @click.command()
-@click.option("-a", "--dev-addr", default="127.0.0.1:8000", show_default=True, metavar="IP:PORT",
-              help="Address to serve on.")
-@click.option("--full-reload", is_flag=True,
-              help="Rebuild every page on each change. Slower on a large KB, but search and the "
-                   "navigation of every page stay current.")
-@click.option("-f", "--config-file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="mkdocs configuration. Default: mkdocs.yml beside kb/.")
+@click.option(
+    "-a",
+    "--dev-addr",
+    default="127.0.0.1:8000",
+    show_default=True,
+    metavar="IP:PORT",
+    help="Address to serve on.",
+)
+@click.option(
+    "--full-reload",
+    is_flag=True,
+    help="Rebuild every page on each change. Slower on a large KB, but search and the "
+    "navigation of every page stay current.",
+)
+@click.option(
+    "-f",
+    "--config-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="mkdocs configuration. Default: mkdocs.yml beside kb/.",
+)
 @click.option("-o", "--open", "open_browser", is_flag=True, help="Open the site in a web browser.")
 @click.pass_context
-def serve(ctx: click.Context, dev_addr: str, full_reload: bool, config_file: Path | None, open_browser: bool) -> None:
+def serve(
+    ctx: click.Context, dev_addr: str, full_reload: bool, config_file: Path | None, open_browser: bool
+) -> None:
     """Serve the KB site and reload the browser when kb/, templates/ or docs/ change.
 
     Only the pages whose content changed are rebuilt (mkdocs' dirty reload): editing one bug
@@ -46,10 +63,17 @@ def serve(ctx: click.Context, dev_addr: str, full_reload: bool, config_file: Pat
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.INFO)
     logger.addHandler(_Echo())
+    if not full_reload:
+        click.echo("kbgen: rebuilding only the pages that change (--full-reload rebuilds all)", err=True)
     try:
         # livereload=True explicitly: mkdocs 1.6.1's own flag is off by default with click > 8.2.1.
-        mkdocs_serve(config_file=str(config), livereload=True, build_type=None if full_reload else "dirty",
-                     dev_addr=dev_addr, open_in_browser=open_browser)
+        mkdocs_serve(
+            config_file=str(config),
+            livereload=True,
+            build_type=None if full_reload else "dirty",
+            dev_addr=dev_addr,
+            open_in_browser=open_browser,
+        )
     except (MkDocsException, OSError) as exc:
         raise KbgenError(f"serving {config} failed: {exc}") from None
 
@@ -59,8 +83,10 @@ def _config_of(ctx: click.Context) -> Path:
 
     config = project_of(ctx).root / "mkdocs.yml"
     if not config.is_file():
-        raise KbgenError(f"no mkdocs.yml in {config.parent}", hint="pass --config-file, or add one with the "
-                         "kbgen plugin (see kbgen's own mkdocs.yml)")
+        raise KbgenError(
+            f"no mkdocs.yml in {config.parent}",
+            hint="pass --config-file, or add one with the kbgen plugin (see kbgen's own mkdocs.yml)",
+        )
     return config
 
 
@@ -86,8 +112,10 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     options = pages.site_options(project.root / "mkdocs.yml")
     docs = project.root / options.docs_dir
     if out.resolve() == docs.resolve():
-        raise KbgenError(f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
-                         hint="write them to another folder, e.g. build/pages")
+        raise KbgenError(
+            f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
+            hint="write them to another folder, e.g. build/pages",
+        )
     site, warnings = pages.load_site(project, today=clock.now().date(), stale_days=options.stale_days)
     for problem in warnings:
         click.echo(f"warning: {problem.format()}", err=True)
@@ -96,4 +124,6 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     if not pages_only:
         files = {**pages.folder_files(docs), **files}
     report = pages.write_pages(files, out)
-    click.echo(f"{out}: {len(report.written)} written, {report.unchanged} unchanged, {len(report.removed)} removed")
+    click.echo(
+        f"{out}: {len(report.written)} written, {report.unchanged} unchanged, {len(report.removed)} removed"
+    )
