@@ -89,7 +89,7 @@ def _href(context: Any, target: str) -> Markup:
 
 
 _RECORDS = {"bug": "bugs", "error": "errors", "cause": "causes", "fix": "fixes"}
-_ORDER = {"status": list(Status), "sev": SEVERITY_ORDER}
+_ORDER: dict[str, list[Any]] = {"status": list(Status), "sev": SEVERITY_ORDER}
 
 
 @jinja2.pass_context
