@@ -6,7 +6,10 @@ fix, and one bug whose text tries every way of escaping into HTML or Jinja.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -292,3 +295,17 @@ def make_site_project(root: Path, files: dict[str, str] | None = None, *, site_c
         shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
         shutil.copytree(REPO / "docs", root / "docs", dirs_exist_ok=True)
     return root
+
+
+def mkdocs_build(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``mkdocs build --strict`` in ``project`` with the clock pinned, as CI runs it."""
+    env = {**os.environ, "KBGEN_NOW": TODAY, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", *extra],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

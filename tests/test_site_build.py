@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kbgen.cli import cli
-from site_kb import TODAY, make_site_project, write_files
-
-MKDOCS = [sys.executable, "-m", "mkdocs"]
-
-
-def build(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "KBGEN_NOW": TODAY, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run(
-        [*MKDOCS, "build", "--strict", *extra],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+from site_kb import TODAY, make_site_project, mkdocs_build, write_files
 
 
 def html_of(project: Path, page: str) -> str:
@@ -40,7 +22,7 @@ def project(tmp_path: Path) -> Path:
 
 def test_strict_build_publishes_every_page_and_writes_nothing_into_docs(project: Path) -> None:
     docs_before = sorted(p.relative_to(project) for p in (project / "docs").rglob("*"))
-    result = build(project)
+    result = mkdocs_build(project)
     assert result.returncode == 0, result.stderr
     for page in [
         "",
@@ -62,7 +44,7 @@ def test_strict_build_publishes_every_page_and_writes_nothing_into_docs(project:
 
 
 def test_hostile_title_is_text_on_every_page(project: Path) -> None:
-    assert build(project).returncode == 0
+    assert mkdocs_build(project).returncode == 0
     for page in (project / "site").rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         assert "<script>alert(1)" not in text, page
@@ -73,7 +55,7 @@ def test_hostile_title_is_text_on_every_page(project: Path) -> None:
 
 
 def test_bugs_are_listed_in_tables_not_in_the_sidebar(project: Path) -> None:
-    assert build(project).returncode == 0
+    assert mkdocs_build(project).returncode == 0
     guide = html_of(project, "getting-started")
     assert 'href="../bugs/BUG-' not in guide  # no page of the site carries a nav entry per bug
     assert 'href="../errors/cuda-illegal-memory-access/"' in guide  # error types are in the sidebar
@@ -86,7 +68,7 @@ def test_edit_links_point_at_the_kb_file(project: Path) -> None:
     config.write_text(
         config.read_text() + "repo_url: https://example.com/team/gpu-kb\nedit_uri: edit/main/docs/\n"
     )
-    assert build(project).returncode == 0
+    assert mkdocs_build(project).returncode == 0
     assert 'href="https://example.com/team/gpu-kb/edit/main/kb/bugs/BUG-20251109-002.md"' in html_of(
         project, "bugs/BUG-20251109-002"
     )
@@ -102,7 +84,7 @@ def test_edit_links_point_at_the_kb_file(project: Path) -> None:
 def test_invalid_kb_fails_the_build_with_file_and_line(project: Path) -> None:
     bug = project / "kb/bugs/BUG-20251020-001.md"
     bug.write_text(bug.read_text().replace("severity: medium", "severity: urgent"))
-    result = build(project)
+    result = mkdocs_build(project)
     assert result.returncode == 1
     assert "kb/bugs/BUG-20251020-001.md:7: severity: " in result.stderr
     assert not (project / "site" / "bugs" / "BUG-20251020-001").exists()
@@ -111,21 +93,21 @@ def test_invalid_kb_fails_the_build_with_file_and_line(project: Path) -> None:
 def test_dangling_reference_fails_the_build(project: Path) -> None:
     bug = project / "kb/bugs/BUG-20251020-001.md"
     bug.write_text(bug.read_text().replace("error: cuda-device-side-assert", "error: no-such-error"))
-    result = build(project)
+    result = mkdocs_build(project)
     assert result.returncode == 1
     assert "kb/bugs/BUG-20251020-001.md:8: error: " in result.stderr and "no-such-error" in result.stderr
 
 
 def test_template_error_fails_the_build_with_template_and_line(project: Path) -> None:
     write_files(project, {"templates/page-bug.md.j2": "# {{ bug.id }}\n\n{{ bug.titel }}\n"})
-    result = build(project)
+    result = mkdocs_build(project)
     assert result.returncode == 1
     assert "templates/page-bug.md.j2:3: " in result.stderr and "titel" in result.stderr
 
 
 def test_a_docs_file_in_the_way_of_a_generated_page_fails(project: Path) -> None:
     write_files(project, {"docs/bugs/index.md": "# Hand-written list\n"})
-    result = build(project)
+    result = mkdocs_build(project)
     assert result.returncode == 1
     assert "is in the way of the generated page bugs/index.md" in result.stderr
 
@@ -185,7 +167,7 @@ def test_built_pages_make_the_same_site_without_the_plugin(project: Path, tmp_pa
     )
     assert plain != config
     (project / "plain.yml").write_text(plain)
-    result = build(project, "-f", "plain.yml", "--site-dir", str(tmp_path / "plain-site"))
+    result = mkdocs_build(project, "-f", "plain.yml", "--site-dir", str(tmp_path / "plain-site"))
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "plain-site/bugs/BUG-20251109-002/index.html").read_text(encoding="utf-8")
     assert "Illegal memory access in BCE loss" in page

@@ -1,0 +1,224 @@
+"""The built site in a real browser: headless Chromium driven over the DevTools protocol.
+
+Builds the fixture KB, serves it on 127.0.0.1, opens a bug page and an error page, types into
+the search box, and saves screenshots under tests/artifacts/. Skips where Chromium is missing
+(`apt-get install chromium`, or scripts/ensure-chromium.sh).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import functools
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from site_kb import make_site_project, mkdocs_build
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"),
+]
+
+
+class Browser:
+    """Chromium over --remote-debugging-pipe: JSON messages ending in NUL on fds 3 and 4."""
+
+    def __init__(self, profile: Path) -> None:
+        assert CHROMIUM is not None
+        to_child, self._out = os.pipe()
+        self._in, from_child = os.pipe()
+        # Chromium reads fd 3 and writes fd 4; move our ends above 9 so they cannot be 3 or 4
+        # themselves, then let bash put them in place.
+        ends = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (to_child, from_child)]
+        for fd in (to_child, from_child):
+            os.close(fd)
+        script = f'exec "$0" "$@" 3<&{ends[0]} 4>&{ends[1]} {ends[0]}<&- {ends[1]}>&-'
+        self.proc = subprocess.Popen(
+            ["bash", "-c", script, CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe"],
+            pass_fds=ends,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for fd in ends:
+            os.close(fd)
+        self._buffer = b""
+        self._next_id = 0
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            size = {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False}
+            self.call("Emulation.setDeviceMetricsOverride", session=True, **size)
+        except BaseException:
+            self.close()
+            raise
+
+    def call(self, method: str, session: bool = False, timeout: float = 30, **params: Any) -> Any:
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
+        if session:
+            message["sessionId"] = self.session
+        os.write(self._out, json.dumps(message).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            reply = self._read(deadline)
+            if reply.get("id") == self._next_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+        raise TimeoutError(method)
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        while b"\0" not in self._buffer:
+            if time.monotonic() > deadline:
+                raise TimeoutError("no message from chromium")
+            chunk = os.read(self._in, 65536)
+            if not chunk:
+                raise RuntimeError("chromium exited")
+            self._buffer += chunk
+        raw, self._buffer = self._buffer.split(b"\0", 1)
+        return dict(json.loads(raw))
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True)
+        return result["result"].get("value")
+
+    def open(self, url: str) -> None:
+        self.call("Page.navigate", session=True, url=url)
+        self.wait_for("document.readyState === 'complete' && location.href === " + json.dumps(url))
+
+    def wait_for(self, expression: str, limit: float = 20) -> Any:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            time.sleep(0.1)
+        raise AssertionError(f"not true within {limit:.0f} s: {expression}")
+
+    def screenshot(self, path: Path) -> None:
+        data = self.call("Page.captureScreenshot", session=True, format="png", captureBeyondViewport=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(data["data"]))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+                self.call("Browser.close", timeout=5)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._out)
+        os.close(self._in)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    project = make_site_project(tmp_path_factory.mktemp("browser"))
+    result = mkdocs_build(project)
+    assert result.returncode == 0, result.stderr
+    handler = functools.partial(_Quiet, directory=str(project / "site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: a free one
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    chrome = Browser(tmp_path / "profile")
+    try:
+        yield chrome
+    finally:
+        chrome.close()
+
+
+def text_of(browser: Browser, selector: str) -> str:
+    return str(browser.evaluate(f"document.querySelector({json.dumps(selector)}).innerText"))
+
+
+def test_bug_page_shows_the_report(site_url: str, browser: Browser) -> None:
+    browser.open(site_url + "bugs/BUG-20251109-002/")
+    title = browser.evaluate("document.title")
+    assert title == "BUG-20251109-002: Illegal memory access in BCE loss - GPU failure KB"
+    article = text_of(browser, "article")
+    assert "torch.AcceleratorError: CUDA error: an illegal memory access was encountered" in article
+    assert "NVIDIA GeForce RTX 3060" in article  # environment from the probes
+    assert "matmul raised an illegal memory access" in article  # a failed finding
+    assert "INVESTIGATING" in article.upper()
+    browser.screenshot(ARTIFACTS / "bug-page.png")
+
+
+def test_hostile_title_is_shown_not_run(site_url: str, browser: Browser) -> None:
+    browser.open(site_url + "bugs/BUG-20251112-014/")
+    heading = text_of(browser, "article h1").removesuffix("¶")  # the permalink sign
+    assert heading == "BUG-20251112-014: <script>alert(1)</script> {{ 7 * 7 }} | pipes *and* `ticks`"
+    assert browser.evaluate("document.querySelectorAll('article script, article img').length") == 0
+
+
+def test_error_page_links_back_to_its_bugs(site_url: str, browser: Browser) -> None:
+    browser.open(site_url + "errors/cuda-illegal-memory-access/")
+    article = text_of(browser, "article")
+    assert "Index or label out of range" in article  # the most likely cause, ranked first
+    assert article.index("Index or label out of range") < article.index("Memory corrupted by an earlier")
+    assert "kbgen probe cuda-smoke" in article
+    links = browser.evaluate("[...document.querySelectorAll('article a')].map(a => a.href)")
+    assert site_url + "bugs/BUG-20251109-002/" in links
+    browser.screenshot(ARTIFACTS / "error-page.png")
+
+
+def test_search_finds_a_bug_by_its_error_message(site_url: str, browser: Browser) -> None:
+    browser.open(site_url)
+    browser.evaluate("document.querySelector('[data-md-component=search-query]').focus()")
+    browser.call("Input.insertText", session=True, text="AcceleratorError")
+    found = browser.wait_for(
+        "[...document.querySelectorAll('.md-search-result__item a')].map(a => a.href).join(' ')", limit=30
+    )
+    assert site_url + "bugs/BUG-20251109-002/" in found
+    browser.screenshot(ARTIFACTS / "search.png")
+
+
+def test_bug_table_sorts_by_severity(site_url: str, browser: Browser) -> None:
+    browser.open(site_url + "bugs/")
+    rows = "[...document.querySelectorAll('.kb-sortable tbody tr')]"
+    first_ids = rows + ".map(r => r.cells[0].innerText).join(' ')"
+    assert browser.evaluate(first_ids) == "BUG-20251112-014 BUG-20251109-002 BUG-20251020-001"
+    browser.evaluate("document.querySelectorAll('.kb-sortable th')[3].click()")  # Severity: critical first
+    assert browser.evaluate(first_ids) == "BUG-20251112-014 BUG-20251109-002 BUG-20251020-001"
+    browser.evaluate("document.querySelectorAll('.kb-sortable th')[3].click()")  # again: low first
+    assert browser.evaluate(first_ids) == "BUG-20251020-001 BUG-20251109-002 BUG-20251112-014"
