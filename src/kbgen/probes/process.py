@@ -60,10 +60,13 @@ def read_tail(path: str | None, limit: int = 4000) -> str:
 class Worker:
     """A running ``worker.py``; events arrive on a queue filled by a reader thread."""
 
-    def __init__(self, python: str, logdir: str, *, torch: bool, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, python: str, logdir: str, *, torch: bool, env: dict[str, str] | None = None, nice: bool = False
+    ) -> None:
         self.logdir = logdir
         self.import_log = str(Path(logdir) / f"import-torch-{time.monotonic_ns()}.log") if torch else None
         args = [python, "-u", str(WORKER)] + (["--torch", self.import_log] if self.import_log else [])
+        args += ["--nice"] if nice else []
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.noise: list[str] = []
         self.started = time.monotonic()
@@ -118,6 +121,16 @@ class Worker:
             with contextlib.suppress(OSError):
                 os.kill(self.proc.pid, signal.SIGUSR1)
             time.sleep(0.2)
+
+    def abandon(self) -> None:
+        """Kill the worker and everything it started; reap it in the background, not on our time."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        threading.Thread(target=self.proc.wait, daemon=True).start()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
     def kill(self) -> int | None:
         """Kill the worker and everything it started; return its exit code."""

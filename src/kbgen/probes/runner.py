@@ -88,13 +88,14 @@ class Lane:
         self.torch_import: dict[str, Any] | None = None
         self.outcomes: dict[str, Outcome] = {}
         self.worker: Worker | None = None
+        self.nice = False  # run at a lower priority (beside a worker importing torch)
 
     def start(self) -> None:
         if self.worker is None:
             env = dict(os.environ)
             if self.blocked:
                 env["KBGEN_TORCH_BLOCKED"] = self.blocked
-            self.worker = self.session.spawn(torch=self.torch, env=env)
+            self.worker = self.session.spawn(torch=self.torch, env=env, nice=self.nice)
 
     def run(self, specs: list[ProbeSpec]) -> None:
         pending = list(specs)
@@ -289,20 +290,20 @@ class ProbeSession:
             with contextlib.suppress(InterpreterError):  # reported when the probes run
                 self.lanes["torch"].start()
 
-    def spawn(self, *, torch: bool, env: dict[str, str]) -> Worker | None:
+    def spawn(self, *, torch: bool, env: dict[str, str], nice: bool = False) -> Worker | None:
         """A new worker, tracked so :meth:`close` can kill it; None once the session is closed."""
         with self._lock:
             if self._closed:
                 return None
             try:
-                worker = Worker(self.python, self.logdir, torch=torch, env=env)
+                worker = Worker(self.python, self.logdir, torch=torch, env=env, nice=nice)
             except OSError as exc:
                 raise InterpreterError(f"cannot start {self.python}: {exc.strerror or exc}") from None
             self._live.add(worker)
             return worker
 
     def retire(self, worker: Worker) -> None:
-        worker.kill()
+        worker.abandon()  # done with it: no need to wait while the kernel frees its memory
         with self._lock:
             self._live.discard(worker)
 
@@ -326,6 +327,7 @@ class ProbeSession:
         # With two lanes the torch lane goes first and the plain one waits for its hello (a few
         # milliseconds): an interpreter that cannot start is then found by one worker, not two.
         scout = bool(plan["torch"] and plan["plain"])
+        self.lanes["plain"].nice = scout
         threads = [
             threading.Thread(
                 target=self._run_lane, args=(name, plan[name], errors, scout and name == "plain")
@@ -368,7 +370,7 @@ class ProbeSession:
             self._closed = True
             live, self._live = list(self._live), set()
         for worker in live:
-            worker.kill()
+            worker.abandon()
         for lane in self.lanes.values():
             lane.worker = None
         shutil.rmtree(self.logdir, ignore_errors=True)

@@ -176,6 +176,8 @@ def main(argv):
     # Running as a script put this folder first on sys.path; probes must not import our siblings.
     here = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # noqa: PTH100
+    if "--nice" in argv and hasattr(os, "nice"):
+        os.nice(10)  # leave the CPU to the worker importing torch: it is the one everybody waits for
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     faulthandler.enable(file=sys.stderr, all_threads=True)
     if hasattr(signal, "SIGUSR1"):  # on timeout kbgen sends SIGUSR1 first: the stack shows where it hung
