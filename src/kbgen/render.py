@@ -48,14 +48,13 @@ class TemplateError(KbgenError):
 
 
 def template_dirs(project_root: Path | None = None) -> list[Path]:
-    """Where templates are looked up, first match wins: project, packaged copy, source checkout."""
+    """Where templates are looked up, first match wins: project, packaged copy, source checkout.
+
+    The project's ``templates/`` is listed even before it exists, so a first override counts.
+    """
     package = Path(kbgen.__file__).resolve().parent
-    candidates = [
-        *([project_root / "templates"] if project_root is not None else []),
-        package / "templates",
-        package.parent.parent / "templates",
-    ]
-    seen: list[Path] = []
+    candidates = [package / "templates", package.parent.parent / "templates"]
+    seen = [(project_root / "templates").resolve()] if project_root is not None else []
     for folder in candidates:
         if folder.is_dir() and folder.resolve() not in seen:
             seen.append(folder.resolve())

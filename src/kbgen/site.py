@@ -53,6 +53,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.project: Project | None = None
         self.pages_dir: Path | None = None  # set under `serve --dirty`
         self.env: Any = None
+        self.templates_digest = ""
         self.error_uris: list[str] = []
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
@@ -100,7 +101,12 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             )
             for problem in warnings:
                 log.warning(problem.format())
-            return pages.generate(site, self.env, self.cache)
+            digest = render.fingerprint(self.env)
+            if digest != self.templates_digest:
+                # a new override shadows a cached packaged template whose file did not change
+                self.env.cache.clear()
+                self.templates_digest = digest
+            return pages.generate(site, self.env, self.cache, digest)
         except KbgenError as exc:
             raise PluginError(f"kbgen: the KB cannot be published:\n{exc}") from None
 
@@ -167,7 +173,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None
         for folder in [self.project.kb, *render.template_dirs(self.project.root)]:
-            server.watch(str(folder))
+            if folder.is_dir():  # a templates/ made later is seen at the next start
+                server.watch(str(folder))
         return server
 
 

@@ -1,0 +1,129 @@
+"""The site under a live server: edits to kb/ and templates/ reach the served pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from site_kb import TODAY, make_site_project, write_files
+
+pytestmark = pytest.mark.slow
+BUG = "kb/bugs/BUG-20251020-001.md"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fetch(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode("utf-8"))
+    except (urllib.error.URLError, OSError):
+        return ""
+
+
+def wait_until(check: Callable[[], bool], what: str, limit: float = 90) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {limit:.0f} s")
+
+
+class Server:
+    def __init__(self, project: Path, command: list[str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.log = project / "server.log"
+        env = {**os.environ, "KBGEN_NOW": TODAY, "NO_MKDOCS_2_WARNING": "1"}
+        with self.log.open("wb") as log:
+            address = ["--dev-addr", f"127.0.0.1:{self.port}"]
+            self.proc = subprocess.Popen([*command, *address], cwd=project, env=env, stdout=log, stderr=log)
+        wait_until(lambda: "BUG-20251020-001" in self.page("bugs/BUG-20251020-001/"), "first build served")
+
+    def page(self, path: str) -> str:
+        return fetch(self.url + path)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)  # as Ctrl+C: the server removes its temporary folders
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Callable[[list[str]], Server]]:
+    project = make_site_project(tmp_path)
+    # the team has customised one template: kbgen takes it over the packaged one
+    write_files(project, {"templates/page-tags.md.j2": "# Tags\n\n<!-- material/tags -->\n"})
+    servers: list[Server] = []
+
+    def start(command: list[str]) -> Server:
+        servers.append(Server(project, command))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_mkdocs_serve_livereload_shows_an_edited_bug(serve: Callable[[list[str]], Server]) -> None:
+    server = serve([sys.executable, "-m", "mkdocs", "serve", "--livereload"])
+    page = server.page("bugs/BUG-20251020-001/")
+    assert "livereload" in page  # the reload script is in the page: browsers refresh on change
+    edit(server.log.parent / BUG, "in the embedding", "in the embedding table")
+    wait_until(
+        lambda: "Device-side assert in the embedding table" in server.page("bugs/BUG-20251020-001/"),
+        "edited title served",
+    )
+
+
+def test_kbgen_serve_reloads_bugs_and_templates(serve: Callable[[list[str]], Server]) -> None:
+    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    project = server.log.parent
+    assert "livereload" in server.page("bugs/")
+    edit(project / BUG, "severity: medium", "severity: critical")
+    wait_until(lambda: "kb-sev--critical" in server.page("bugs/BUG-20251020-001/"), "edited severity served")
+    # only the pages that changed were rebuilt, yet search still knows every bug
+    index = json.loads(server.page("search/search_index.json"))
+    pages = {doc["location"].split("#")[0] for doc in index["docs"]}
+    assert {"bugs/BUG-20251020-001/", "bugs/BUG-20251109-002/", "bugs/BUG-20251112-014/"} <= pages
+    # saving a template rebuilds the pages made from it; a new override takes effect at once
+    edit(project / "templates/page-tags.md.j2", "# Tags", "# Tags of our team")
+    wait_until(lambda: "Tags of our team" in server.page("tags/"), "edited template served")
+    write_files(project, {"templates/page-probes.md.j2": "# Our probes\n"})
+    wait_until(lambda: "Our probes" in server.page("probes/"), "new template served")
+
+
+def test_kbgen_serve_reports_a_broken_edit_until_it_is_fixed(serve: Callable[[list[str]], Server]) -> None:
+    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    edit(server.log.parent / BUG, "severity: medium", "severity: urgent")
+    wait_until(lambda: f"{BUG}:7: severity: " in server.output(), "the problem reported with file and line")
+    edit(server.log.parent / BUG, "severity: urgent", "severity: low")
+    wait_until(lambda: "kb-sev--low" in server.page("bugs/BUG-20251020-001/"), "the fixed page served")
