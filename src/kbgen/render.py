@@ -222,6 +222,7 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
         busiest=busiest[:recent],
         failing=failing[:recent],
         stale=stale,
+        unverified=[f for f in site.fixes.values() if f.last_verified is None],
         open_bugs=[b for b in bugs if site.is_open(b)],
     )
 

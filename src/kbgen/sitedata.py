@@ -180,8 +180,14 @@ class SiteData:
         return None if fix.last_verified is None else (self.today - fix.last_verified).days
 
     def is_stale(self, fix: Fix) -> bool:
+        """Verified once, but longer ago than ``stale_days``."""
         age = self.fix_age(fix)
-        return age is None or age > self.stale_days
+        return age is not None and age > self.stale_days
+
+    def last_run(self, bug: Bug) -> dt.datetime | None:
+        """When the probes last reported on ``bug``: its newest finding, else its environment."""
+        times = [f.when for f in bug.findings if f.when is not None]
+        return max(times) if times else bug.environment.collected_at
 
     def open_matrix(self) -> list[tuple[Status, list[int], int]]:
         """Open bugs counted by status (rows) and severity (columns, most severe first)."""
