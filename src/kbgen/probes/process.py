@@ -84,20 +84,28 @@ class Worker:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if line.startswith(MARK):
-                try:
-                    event = json.loads(line[len(MARK) :])
-                except ValueError:
-                    self.noise.append(line)
-                    continue
-                if isinstance(event, dict):
-                    self.events.put(event)
-                    continue
-            self.noise.append(line)
-        self.events.put(None)
+        """Runs in its own thread, which alone owns the worker's stdout (and closes it at the end)."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        try:
+            for raw in stdout:
+                self._take(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+        finally:
+            stdout.close()
+            self.events.put(None)
+
+    def _take(self, line: str) -> None:
+        if line.startswith(MARK):
+            try:
+                event = json.loads(line[len(MARK) :])
+            except ValueError:
+                event = None
+            if isinstance(event, dict):
+                self.events.put(event)
+                return
+        self.noise.append(line)
 
     def next_event(self, timeout: float) -> dict[str, Any] | bool | None:
         """The next event; None at end of output; False when ``timeout`` passed first."""
@@ -112,7 +120,7 @@ class Worker:
         try:
             self.proc.stdin.write(b"".join(json.dumps(j).encode() + b"\n" for j in jobs))
             self.proc.stdin.close()
-        except OSError:  # it died already; the reader sees the end of output
+        except (OSError, ValueError):  # it died (or was killed) already; the reader sees the end
             pass
 
     def dump_stacks(self) -> None:
@@ -127,10 +135,7 @@ class Worker:
         with contextlib.suppress(OSError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         threading.Thread(target=self.proc.wait, daemon=True).start()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None and not stream.closed:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        self._close_stdin()
 
     def kill(self) -> int | None:
         """Kill the worker and everything it started; return its exit code."""
@@ -141,7 +146,10 @@ class Worker:
         except subprocess.TimeoutExpired:
             return None
         finally:
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream is not None and not stream.closed:
-                    with contextlib.suppress(OSError):
-                        stream.close()
+            self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.closed:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.close()
