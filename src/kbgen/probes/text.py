@@ -37,11 +37,20 @@ def format_table(report: ProbeReport, style: Style = _plain) -> str:
         status = result.status.value
         lines.append(f"{result.id:<{width}}  {style(f'{status:<7}', status)}  {result.message}")
         if result.status.value in ("crash", "timeout", "error") and result.stderr_tail:
-            tail = result.stderr_tail.rstrip().splitlines()[-TAIL_LINES:]
-            lines.extend(f"{'':<{width}}  | {text}" for text in tail)
+            lines.extend(f"{'':<{width}}  | {text}" for text in last_words(result.stderr_tail))
     lines.append("")
     lines.append(format_summary(report))
     return "\n".join(lines)
+
+
+def last_words(output: str) -> list[str]:
+    """The lines that say what happened: a fatal-error dump from its top (innermost frame first), else
+    the end (a Python traceback ends with the exception)."""
+    lines = output.rstrip().splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith(("Fatal Python error", "Current thread", "Thread 0x")):
+            return lines[index : index + TAIL_LINES]
+    return lines[-TAIL_LINES:]
 
 
 def format_summary(report: ProbeReport) -> str:

@@ -94,8 +94,13 @@ def verdict(facts, raw, capability, error):
     model, flags = facts["model"], facts["flags"] or "none found"
     x86 = platform.machine() in ("x86_64", "AMD64")
     if error and "SIGILL" in error:
-        missing = [n for n in ("avx", "avx2", "fma", "avx512f") if x86 and n not in raw]
-        lacks = f"; the CPU lacks {', '.join(missing)}" if missing else ""
+        missing = [n for n in ("avx", "avx2", "fma") if x86 and n not in raw]
+        if missing:
+            lacks = f"; the CPU lacks {', '.join(missing)}"
+        else:
+            lacks = (
+                "; it has avx, avx2 and fma: suspect a build for a newer CPU (avx512) or a damaged install"
+            )
         return "fail", (
             f"importing torch dies of SIGILL (illegal instruction): this torch build uses "
             f"instructions the CPU ({model}) does not have{lacks}. CPU flags: {flags}"
