@@ -9,6 +9,31 @@ from pathlib import Path
 
 import pytest
 
+#: The error types the shipped KB must cover; links and tools rely on these ids.
+REQUIRED_ERROR_IDS = frozenset(
+    {
+        "cuda-illegal-memory-access",
+        "cuda-illegal-instruction",
+        "cpu-illegal-instruction",
+        "cuda-out-of-memory",
+        "cuda-device-side-assert",
+        "cuda-no-kernel-image",
+        "cuda-driver-too-old",
+        "cuda-not-available",
+        "cublas-error",
+        "cudnn-error",
+        "nccl-error",
+        "cuda-launch-failure",
+        "device-mismatch",
+        "dataloader-worker-died",
+        "cuda-invalid-device-ordinal",
+        "cuda-misaligned-address",
+        "gpu-ecc-error",
+        "cuda-device-busy",
+        "import-hang",
+    }
+)
+
 ERROR_IMA = """\
 ---
 id: cuda-illegal-memory-access

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REQUIRED_ERROR_IDS
 from kbgen.models import Likelihood
 from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
@@ -19,27 +20,7 @@ from kbgen.validate import validate_kb
 
 REPO = Path(__file__).resolve().parent.parent
 
-REQUIRED_ERRORS = {
-    "cuda-illegal-memory-access",
-    "cuda-illegal-instruction",
-    "cpu-illegal-instruction",
-    "cuda-out-of-memory",
-    "cuda-device-side-assert",
-    "cuda-no-kernel-image",
-    "cuda-driver-too-old",
-    "cuda-not-available",
-    "cublas-error",
-    "cudnn-error",
-    "nccl-error",
-    "cuda-launch-failure",
-    "device-mismatch",
-    "dataloader-worker-died",
-    "cuda-invalid-device-ordinal",
-    "cuda-misaligned-address",
-    "gpu-ecc-error",
-    "cuda-device-busy",
-    "import-hang",
-}
+REQUIRED_ERRORS = REQUIRED_ERROR_IDS
 
 # Real output lines, copied from public reports (the URL above each line is where it appears).
 # Every signature of an error type must match at least one line listed for that type.

@@ -13,33 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import REQUIRED_ERROR_IDS
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage import triage_log
 
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
-ERROR_TYPES = {
-    "cuda-illegal-memory-access",
-    "cuda-illegal-instruction",
-    "cpu-illegal-instruction",
-    "cuda-out-of-memory",
-    "cuda-device-side-assert",
-    "cuda-no-kernel-image",
-    "cuda-driver-too-old",
-    "cuda-not-available",
-    "cublas-error",
-    "cudnn-error",
-    "nccl-error",
-    "cuda-launch-failure",
-    "device-mismatch",
-    "dataloader-worker-died",
-    "cuda-invalid-device-ordinal",
-    "cuda-misaligned-address",
-    "gpu-ecc-error",
-    "cuda-device-busy",
-    "import-hang",
-}
+ERROR_TYPES = REQUIRED_ERROR_IDS
 
 
 @pytest.fixture(scope="module")
