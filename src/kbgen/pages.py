@@ -37,18 +37,19 @@ class Page:
     text: str
     source: str | None = None
     kind: str = "index"
+    title: str = ""
 
 
 # --------------------------------------------------------------------------- loading
 
 
-def kb_problems(kb: Kb) -> list[Problem]:
+def kb_problems(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
     """What ``kbgen validate`` reports for ``kb`` (load problems alone when it is unavailable)."""
     try:
         from kbgen.validate import validate_kb
     except ImportError:  # pragma: no cover - validate ships with kbgen; keep the site usable without it
         return list(kb.problems)
-    return validate_kb(kb)
+    return validate_kb(kb, probe_ids)
 
 
 def probe_catalogue(project: Project) -> dict[str, ProbeInfo]:
@@ -99,11 +100,12 @@ def load_site(
 ) -> tuple[SiteData, list[Problem]]:
     """Load and check the KB; raise EntryError listing every error, return the warnings."""
     kb = load_kb(project, cache.read if cache is not None else None)
-    problems = kb_problems(kb)
+    probes = probe_catalogue(project)
+    problems = kb_problems(kb, set(probes))
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise EntryError(errors, hint="`kbgen validate` lists the same problems")
-    site = SiteData(kb, today, probe_catalogue(project), stale_days)
+    site = SiteData(kb, today, probes, stale_days)
     return site, [p for p in problems if p.severity != "error"]
 
 
@@ -189,7 +191,8 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
 
 
 def _page(kind: str, record_id: str, site: SiteData) -> Page:
-    return Page(page_uri(kind, record_id), "", site.source_of(kind, record_id), kind)
+    title = site.kb.of(kind)[record_id].record.title
+    return Page(page_uri(kind, record_id), "", site.source_of(kind, record_id), kind, title)
 
 
 def generate(
@@ -212,7 +215,7 @@ def generate(
         else:
             cache.hits += 1
         fresh[key] = text
-        pages.append(Page(page.uri, text, page.source, page.kind))
+        pages.append(Page(page.uri, text, page.source, page.kind, page.title))
     cache.pages = fresh
     return pages
 

@@ -53,7 +53,9 @@ def template_dirs(project_root: Path | None = None) -> list[Path]:
     The project's ``templates/`` is listed even before it exists, so a first override counts.
     """
     package = Path(kbgen.__file__).resolve().parent
-    candidates = [package / "templates", package.parent.parent / "templates"]
+    candidates = [package / "templates"]
+    if package.parent.name == "src":  # a source checkout: <repo>/src/kbgen, templates in <repo>
+        candidates.append(package.parent.parent / "templates")
     seen = [(project_root / "templates").resolve()] if project_root is not None else []
     for folder in candidates:
         if folder.is_dir() and folder.resolve() not in seen:
@@ -117,6 +119,23 @@ def _badge(kind: str, value: Enum) -> Markup:
     return Markup(f'<span class="kb-badge kb-{kind} kb-{kind}--{value.value}"{sort}>{label}</span>')
 
 
+#: The mark shown beside a probe result, a progress step or a tried fix.
+ICONS = {
+    "pass": "✅", "warn": "⚠️", "fail": "❌", "error": "❌", "crash": "❌", "timeout": "❌", "skip": "➖",
+    "passed": "✅", "failed": "❌", "skipped": "➖", "pending": "⏳",
+    "worked": "✅", "partial": "⚠️",
+}  # fmt: skip
+
+
+def _icon(value: Enum) -> Markup:
+    return Markup(ICONS.get(value.value, "❔"))
+
+
+def _task(state: Enum) -> Markup:
+    """A checklist item's start: ticked once the step passed, with the state's mark."""
+    return Markup(f"- [{'x' if state.value == 'passed' else ' '}] {ICONS.get(state.value, '❔')}")
+
+
 def make_environment(dirs: list[Path]) -> jinja2.Environment:
     """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors."""
     env = jinja2.Environment(
@@ -145,6 +164,8 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         link=_link,
         probe_link=_probe_link,
         badge=_badge,
+        icon=_icon,
+        task=_task,
         uri=page_uri,
         HOME=HOME,
         BUGS=BUGS,

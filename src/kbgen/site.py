@@ -46,7 +46,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def __init__(self) -> None:
         self.cache = pages.PageCache()
-        self.entries = pages.EntryCache()
+        # Parsed files are kept only while serving: a one-off build would just make every
+        # garbage collection of the page rendering that follows walk them again.
+        self.entries: pages.EntryCache | None = None
         self.built: set[str] = set()  # pages mkdocs rendered in this build (all but a dirty one's)
         self.search: dict[str, list[Any]] = {}  # page url -> its search entries, across dirty builds
         self.urls: set[str] = set()
@@ -58,6 +60,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
+        if command == "serve":
+            self.entries = pages.EntryCache()
         if command == "serve" and dirty:
             self.pages_dir = Path(tempfile.mkdtemp(prefix="kbgen-pages-"))
 
@@ -179,8 +183,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
 
 def _title_key(page: pages.Page) -> tuple[str, str]:
-    first = next((line for line in page.text.splitlines() if line.startswith("# ")), page.uri)
-    return first.lower(), page.uri
+    return page.title.lower(), page.uri
 
 
 def _section_of(items: list[Any], uri: str) -> Section | None:
