@@ -146,6 +146,9 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        # No stat of every template on every page: the site compares fingerprint() per build
+        # and clears the cache when a template changed.
+        auto_reload=False,
     )
     env.filters.update(
         inline=mdsafe.inline,

@@ -48,7 +48,7 @@ def serve(
     """Serve the KB site and reload the browser when kb/, templates/ or docs/ change.
 
     Only the pages whose content changed are rebuilt (mkdocs' dirty reload): editing one bug
-    of a thousand takes about a second. Stop with Ctrl+C.
+    of a thousand takes a few seconds. Stop with Ctrl+C.
 
     \b
     Example:
