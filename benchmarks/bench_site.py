@@ -16,6 +16,7 @@ import argparse
 import datetime as dt
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -213,8 +214,8 @@ def bench_serve(root: Path, edits: int, full: bool) -> list[float]:
             times.append(wait_for(url, marker, 300))
         return times
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.send_signal(signal.SIGINT)  # as Ctrl+C: the server removes its temporary folders
+        server.wait(timeout=60)
 
 
 def main() -> None:

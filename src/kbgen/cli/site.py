@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 from pathlib import Path
 
 import click
@@ -63,6 +64,8 @@ def serve(
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.INFO)
     logger.addHandler(_Echo())
+    # Stopped by a process manager: shut down as on Ctrl+C, so temporary folders are removed.
+    signal.signal(signal.SIGTERM, _interrupt)
     if not full_reload:
         click.echo("kbgen: rebuilding only the pages that change (--full-reload rebuilds all)", err=True)
     try:
@@ -76,6 +79,10 @@ def serve(
         )
     except (MkDocsException, OSError) as exc:
         raise KbgenError(f"serving {config} failed: {exc}") from None
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _config_of(ctx: click.Context) -> Path:
