@@ -7,7 +7,7 @@
    to the served page showing the change; goal <= 3 s. ``--full-reload`` is timed once beside it.
 3. In-process figures: loading and checking the KB, rendering every page cold and from the cache.
 
-Usage: python benchmarks/bench_site.py [--bugs 1000] [--repeat 2] [--edits 3] [--no-serve]
+Usage: python benchmarks/bench_site.py [--bugs 1000] [--repeat 2] [--edits 3] [--no-serve] [--no-build]
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def bench_serve(root: Path, edits: int, full: bool) -> list[float]:
             times.append(wait_for(url, marker, 300))
         return times
     finally:
-        server.send_signal(signal.SIGINT)  # as Ctrl+C: the server removes its temporary folders
+        server.send_signal(signal.SIGTERM)  # kbgen serve then shuts down as on Ctrl+C
         server.wait(timeout=60)
 
 
@@ -226,13 +226,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--edits", type=int, default=3)
     parser.add_argument("--no-serve", action="store_true")
+    parser.add_argument("--no-build", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kbgen-bench-site-") as tmp:
         root = Path(tmp)
         make_project(root, args.bugs)
         print(f"KB: {args.bugs} bugs, {KINDS} error types, {KINDS} causes, {KINDS} fixes")
         bench_in_process(root)
-        bench_builds(root, args.repeat)
+        if not args.no_build:
+            bench_builds(root, args.repeat)
         if not args.no_serve:
             dirty = bench_serve(root, args.edits, full=False)
             print(

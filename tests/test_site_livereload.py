@@ -63,7 +63,9 @@ class Server:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)  # as Ctrl+C: the server removes its temporary folders
+        # As Ctrl+C, so the server removes its temporary folders; kbgen serve takes SIGTERM the
+        # same way, which also works where SIGINT is ignored (a job started in the background).
+        self.proc.send_signal(signal.SIGTERM if "kbgen" in self.proc.args else signal.SIGINT)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

@@ -7,6 +7,7 @@ Update the golden files after an intended change with ``pytest tests/test_site_r
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 
 import markdown
@@ -211,3 +212,27 @@ def test_unchanged_entries_are_not_rendered_again(tmp_path: Path, env: object) -
     ]
     # the pages of records the change does not touch come from the cache
     assert cache.hits == 5  # the other two bugs, the other error type, cause and fix
+
+
+def test_multiline_command_stays_inside_its_step(tmp_path: Path, env: object) -> None:
+    fix = """\
+---
+id: two-steps
+title: Two steps
+summary: A command with a blank line in it.
+steps:
+  - title: First
+    command: |
+      echo one
+
+      echo two
+  - title: Second
+    command: echo three
+---
+"""
+    project = Project(write_files(tmp_path, {"kb/fixes/two-steps.md": fix}))
+    site = SiteData(load_kb(project), TODAY, PROBES)
+    html = to_html(render.render_fix(env, site, "two-steps"))  # type: ignore[arg-type]
+    steps = html.split('<h2 id="steps">Steps</h2>')[1].split("<h2")[0]
+    assert steps.count("<li>") == 2 and steps.count("<pre>") == 2
+    assert "echo one\n\necho two" in re.sub(r"<[^>]+>", "", steps)

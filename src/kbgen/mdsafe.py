@@ -53,9 +53,9 @@ def fence(text: object, lang: str = "text", indent: int = 0) -> Markup:
     """``text`` in a fenced code block whose fence is longer than any backtick run inside."""
     raw = str(text).replace("\r\n", "\n").replace("\r", "\n").rstrip("\n")
     ticks = "`" * max(3, longest_run(raw) + 1)
-    pad = " " * indent
+    pad = " " * indent  # blank lines too: inside a list or admonition they must stay in it
     lines = [f"{ticks}{lang}", *raw.split("\n"), ticks]
-    return Markup("\n".join(pad + line if line else line for line in lines))
+    return Markup("\n".join(pad + line for line in lines))
 
 
 def code(text: object) -> Markup:
