@@ -98,6 +98,18 @@ def test_dangling_reference_fails_the_build(project: Path) -> None:
     assert "kb/bugs/BUG-20251020-001.md:8: error: " in result.stderr and "no-such-error" in result.stderr
 
 
+def test_kb_warnings_fail_only_a_strict_build(project: Path) -> None:
+    bug = project / "kb/bugs/BUG-20251020-001.md"
+    bug.write_bytes(b"\xef\xbb\xbf" + bug.read_bytes())  # a byte order mark: a warning, not an error
+    strict = mkdocs_build(project)
+    assert strict.returncode == 1
+    assert (
+        "WARNING -  kb/bugs/BUG-20251020-001.md: the file starts with a UTF-8 byte order mark"
+        in strict.stderr
+    )
+    assert mkdocs_build(project, "--no-strict").returncode == 0
+
+
 def test_template_error_fails_the_build_with_template_and_line(project: Path) -> None:
     write_files(project, {"templates/page-bug.md.j2": "# {{ bug.id }}\n\n{{ bug.titel }}\n"})
     result = mkdocs_build(project)
@@ -150,6 +162,16 @@ def test_build_pages_leaves_other_files_alone(project: Path, tmp_path: Path) -> 
     assert build_pages(project, out, "--pages-only")[0] == 0
     assert (out / "notes.txt").read_text() == "mine\n"
     assert not (out / "getting-started.md").exists()
+
+
+def test_serve_needs_a_site_configuration(tmp_path: Path) -> None:
+    project = make_site_project(tmp_path, site_config=False)
+    result = CliRunner().invoke(cli, ["--kb", str(project), "serve"])
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: no mkdocs.yml in {project}\n  hint: pass --config-file, or add one with the kbgen plugin "
+        "(see kbgen's own mkdocs.yml)\n"
+    )
 
 
 def test_build_pages_refuses_the_docs_folder(project: Path) -> None:
