@@ -104,7 +104,7 @@ def test_kb_warnings_fail_only_a_strict_build(project: Path) -> None:
     strict = mkdocs_build(project)
     assert strict.returncode == 1
     assert (
-        "WARNING -  kb/bugs/BUG-20251020-001.md: the file starts with a UTF-8 byte order mark"
+        "WARNING -  kbgen: kb/bugs/BUG-20251020-001.md: the file starts with a UTF-8 byte order mark"
         in strict.stderr
     )
     assert mkdocs_build(project, "--no-strict").returncode == 0
