@@ -13,7 +13,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbgen.models import CLOSED_STATUSES, Bug, ErrorType, Fix, ProbeStatus, RootCause, Severity, Status
+from kbgen.models import (
+    CLOSED_STATUSES,
+    FOLDERS,
+    Bug,
+    ErrorType,
+    Fix,
+    ProbeStatus,
+    RootCause,
+    Severity,
+    Status,
+)
 from kbgen.store import Kb
 
 HOME = "index.md"
@@ -23,7 +33,6 @@ CAUSES = "causes/index.md"
 FIXES = "fixes/index.md"
 PROBES = "probes.md"
 TAGS = "tags.md"
-FOLDER = {"bug": "bugs", "error": "errors", "cause": "causes", "fix": "fixes"}
 
 #: Probe outcomes that mean "this check did not pass".
 FAILED = frozenset({ProbeStatus.fail, ProbeStatus.error, ProbeStatus.crash, ProbeStatus.timeout})
@@ -47,7 +56,7 @@ KEY_FACTS = [
 
 def page_uri(kind: str, record_id: str) -> str:
     """The docs-relative path of the page of a record of ``kind``."""
-    return f"{FOLDER[kind]}/{record_id}.md"
+    return f"{FOLDERS[kind]}/{record_id}.md"  # the site mirrors kb/'s folders
 
 
 def relative(target: str, here: str) -> str:
@@ -101,10 +110,6 @@ class SiteData:
         self._link_knowledge()
 
     # ------------------------------------------------------------------ records
-
-    @property
-    def open_statuses(self) -> list[Status]:
-        return OPEN_STATUSES
 
     def source_of(self, kind: str, record_id: str) -> str:
         """The project-relative path of the file a record was read from."""
@@ -170,7 +175,7 @@ class SiteData:
         return bug.status not in CLOSED_STATUSES
 
     def open_count(self, bugs: list[Bug]) -> int:
-        return sum(1 for b in bugs if b.status not in CLOSED_STATUSES)
+        return sum(1 for b in bugs if self.is_open(b))
 
     def failed_findings(self, bug: Bug) -> list[Any]:
         return [f for f in bug.findings if f.status in FAILED]
