@@ -24,7 +24,8 @@ _RESOLVER = Resolver()  # PyYAML's (YAML 1.1) resolver: the one the read path us
 def plain(value: Any) -> Any:
     """Turn models, enums and tuples into the plain values YAML can write."""
     if isinstance(value, BaseModel):
-        dumped = value.model_dump(mode="python", by_alias=True, exclude_defaults=True)
+        # unset, not default: a `state: pending` a person (or the template) wrote stays written
+        dumped = value.model_dump(mode="python", by_alias=True, exclude_unset=True)
         return plain(dumped)
     if isinstance(value, Enum):
         return value.value
