@@ -194,3 +194,21 @@ def test_the_loader_never_fails_with_anything_but_a_clear_error(tmp_path: Path, 
         assert exc.problems and all(p.path == "x.md" for p in exc.problems)
     except ValueError:
         pass  # pydantic ValidationError is a ValueError; mapped to lines by the store
+
+
+def test_rewritten_key_keeps_values_a_person_set_even_if_default(kb_project: Path) -> None:
+    from kbgen.store import find_project, read_entry
+
+    path = kb_project / "kb/bugs/BUG-20251109-002.md"
+    edit(
+        kb_project,
+        "kb/bugs/BUG-20251109-002.md",
+        "tags: [loss]",
+        "tags: [loss]\nprogress:\n"
+        "  - id: a\n    title: first\n    state: pending\n  - id: b\n    title: second\n    state: pending",
+    )
+    entry = read_entry(path, "bug", find_project())
+    first, second = entry.record.progress
+    save_changes(entry.source, {"progress": [first.model_copy(update={"evidence": "seen"}), second]})
+    assert "  - id: a\n    title: first\n    state: pending\n    evidence: seen\n" in path.read_text()
+    assert "  - id: b\n    title: second\n    state: pending\n" in path.read_text()
