@@ -127,67 +127,73 @@ def _key(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+INDEX_PAGES: list[tuple[str, Renderer]] = [
+    (HOME, render.render_home),
+    (BUGS, render.render_bug_index),
+    (ERRORS, render.render_error_index),
+    (CAUSES, render.render_cause_index),
+    (FIXES, render.render_fix_index),
+    (PROBES, render.render_probes),
+    (TAGS, render.render_tags),
+]
+
+
 def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], list[str]]]:
     """Each page with its render function, arguments and the digests its content depends on."""
-    d = site.digest
     everything = [
-        d(kind, rid) for kind in ("error", "cause", "fix", "bug") for rid in sorted(site.kb.of(kind))
+        site.digest(kind, rid)
+        for kind in ("error", "cause", "fix", "bug")
+        for rid in sorted(site.kb.of(kind))
     ]
     probes = _key(*(repr(p) for p in site.probes.values()))
-    whole = [_key(*everything), probes, site.today.isoformat(), str(site.stale_days)]
-    for uri, fn in (
-        (HOME, render.render_home),
-        (BUGS, render.render_bug_index),
-        (ERRORS, render.render_error_index),
-        (CAUSES, render.render_cause_index),
-        (FIXES, render.render_fix_index),
-        (PROBES, render.render_probes),
-        (TAGS, render.render_tags),
+    dated = [site.today.isoformat(), str(site.stale_days)]
+    for uri, fn in INDEX_PAGES:  # lists and counts: they change with any record
+        yield Page(uri, ""), fn, (), [_key(*everything), probes, *dated]
+    for kind, fn, deps_of in (
+        ("bug", render.render_bug, _bug_deps),
+        ("error", render.render_error, _error_deps),
+        ("cause", render.render_cause, _cause_deps),
+        ("fix", render.render_fix, _fix_deps),
     ):
-        yield Page(uri, ""), fn, (), whole
-    for bug in site.bugs.values():
-        causes = [*bug.confirmed_causes, *bug.suspected_causes]
-        fixes = [f for c in causes if c in site.causes for f in site.causes[c].fixes]
-        deps = [
-            d("bug", bug.id),
-            d("error", bug.error or ""),
-            probes,
-            *(d("cause", c) for c in causes),
-            *(d("fix", f) for f in fixes),
-            *(d("fix", a.fix) for a in bug.fixes_tried),
-            *(d("bug", b) for b in site.related_bugs.get(bug.id, [])),
-        ]
-        yield _page("bug", bug.id, site), render.render_bug, (bug.id,), deps
-    for error in site.errors.values():
-        cause_ids = [ref.cause for ref in error.causes]
-        deps = [
-            d("error", error.id),
-            probes,
-            *(d("cause", c) for c in cause_ids),
-            *(d("fix", f) for c in cause_ids if c in site.causes for f in site.causes[c].fixes),
-            *(d("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
-            *(d("error", e) for e in [*error.related, *error.secondary_to]),
-        ]
-        yield _page("error", error.id, site), render.render_error, (error.id,), deps
-    for cause in site.causes.values():
-        deps = [
-            d("cause", cause.id),
-            *(d("fix", f) for f in cause.fixes),
-            *(d("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
-            *(d("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])),
-            site.today.isoformat(),
-        ]
-        yield _page("cause", cause.id, site), render.render_cause, (cause.id,), deps
-    for fix in site.fixes.values():
-        deps = [
-            d("fix", fix.id),
-            probes,
-            site.today.isoformat(),
-            str(site.stale_days),
-            *(d("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
-            *(d("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, [])),
-        ]
-        yield _page("fix", fix.id, site), render.render_fix, (fix.id,), deps
+        for record_id, entry in site.kb.of(kind).items():
+            deps = [site.digest(kind, record_id), probes, *dated, *deps_of(site, entry.record)]
+            yield _page(kind, record_id, site), fn, (record_id,), deps
+
+
+def _bug_deps(site: SiteData, bug: Any) -> list[str]:
+    causes = [*bug.confirmed_causes, *bug.suspected_causes]
+    fixes = [f for c in causes if c in site.causes for f in site.causes[c].fixes]
+    return [
+        site.digest("error", bug.error or ""),
+        *(site.digest("cause", c) for c in causes),
+        *(site.digest("fix", f) for f in [*fixes, *(a.fix for a in bug.fixes_tried)]),
+        *(site.digest("bug", b) for b in site.related_bugs.get(bug.id, [])),
+    ]
+
+
+def _error_deps(site: SiteData, error: Any) -> list[str]:
+    causes = [ref.cause for ref in error.causes]
+    return [
+        *(site.digest("cause", c) for c in causes),
+        *(site.digest("fix", f) for c in causes if c in site.causes for f in site.causes[c].fixes),
+        *(site.digest("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
+        *(site.digest("error", e) for e in [*error.related, *error.secondary_to]),
+    ]
+
+
+def _cause_deps(site: SiteData, cause: Any) -> list[str]:
+    return [
+        *(site.digest("fix", f) for f in cause.fixes),
+        *(site.digest("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
+        *(site.digest("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])),
+    ]
+
+
+def _fix_deps(site: SiteData, fix: Any) -> list[str]:
+    return [
+        *(site.digest("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
+        *(site.digest("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, [])),
+    ]
 
 
 def _page(kind: str, record_id: str, site: SiteData) -> Page:
