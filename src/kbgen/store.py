@@ -7,6 +7,7 @@ original text, so the body's bytes and every other line a person wrote stay exac
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hashlib
 import os
@@ -123,6 +124,26 @@ def check_id(value: str, kind: str) -> str:
     return value
 
 
+def _read_bounded(path: Path, rel: str) -> bytes:
+    """The file's bytes: one open and one fstat, refusing huge files before reading them."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_ENTRY_BYTES:
+                message = (
+                    f"file is {size:,} bytes; entries are limited to {MAX_ENTRY_BYTES:,} "
+                    "(move long logs into an attachment)"
+                )
+                raise EntryError([Problem(rel, None, None, message, code="io")])
+            return handle.read()
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOENT) and path.is_symlink():
+            message = "broken or looping symbolic link"
+        else:
+            message = f"cannot read: {exc.strerror or exc}"
+        raise EntryError([Problem(rel, None, None, message, code="io")]) from None
+
+
 def id_matches_file(record_id: str, path: Path) -> bool:
     """A file is named after its id; a bug's name may add a ``-title-words`` tail."""
     stem = path.stem
@@ -131,28 +152,7 @@ def id_matches_file(record_id: str, path: Path) -> bool:
 
 def read_source(path: Path, rel: str) -> Source:
     """Read and parse one file; raise EntryError with the file and line when it is broken."""
-    try:
-        if path.is_symlink() and not path.exists():
-            raise EntryError([Problem(rel, None, None, "broken or looping symbolic link", code="io")])
-        size = path.stat().st_size
-        if size > MAX_ENTRY_BYTES:
-            raise EntryError(
-                [
-                    Problem(
-                        rel,
-                        None,
-                        None,
-                        f"file is {size:,} bytes; entries are limited to "
-                        f"{MAX_ENTRY_BYTES:,} (move long logs into an attachment)",
-                        code="io",
-                    )
-                ]
-            )
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise EntryError(
-            [Problem(rel, None, None, f"cannot read: {exc.strerror or exc}", code="io")]
-        ) from None
+    raw = _read_bounded(path, rel)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

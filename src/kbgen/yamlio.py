@@ -34,6 +34,10 @@ class FrontmatterError(ValueError):
         self.line = line
 
 
+_RESOLVED: dict[tuple[str, Any], str] = {}
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 class _LineLoader(_BaseLoader):
     """CSafeLoader that remembers each key's line and refuses duplicate keys."""
 
@@ -41,6 +45,26 @@ class _LineLoader(_BaseLoader):
         super().__init__(stream)
         self.key_lines: dict[int, dict[Any, int]] = {}
         self._pending: dict[int, dict[Any, int]] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        # PyYAML matches every plain scalar, keys included, against a list of regexes; KB files
+        # repeat the same keys and short values thousands of times, so remember the answers.
+        if kind is yaml.ScalarNode and len(value) <= 64:
+            key = (value, implicit)
+            tag = _RESOLVED.get(key)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_RESOLVED) < 100_000:
+                    _RESOLVED[key] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # Most nodes are plain strings, whose constructed value is exactly ``node.value``; skip
+        # PyYAML's generic dispatch for them (the same result, a third of the load time saved).
+        if node.__class__ is yaml.ScalarNode and node.tag == _STR_TAG:
+            return node.value
+        return super().construct_object(node, deep=deep)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         self.flatten_mapping(node)
