@@ -279,3 +279,31 @@ def test_help_lists_every_command_with_an_example() -> None:
         assert f"  {name} " in out, name
         sub_code, sub_out = run(name, "--help")
         assert sub_code == 0 and "Usage: " in sub_out
+
+
+def test_new_bug_from_a_log_takes_error_title_and_redacted_message(kb_project: Path) -> None:
+    home = str(Path.home())
+    log = kb_project / "train.log"
+    log.write_text(
+        "\x1b[33mWARNING\x1b[0m loading data from " + home + "/data\n"
+        "Epoch 3:  41%|####      | 120/292\r"
+        "Epoch 3:  42%|####      | 121/292\n"
+        "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz012345\n"
+        "Traceback (most recent call last):\n"
+        '  File "' + home + '/proj/train.py", line 88, in <module>\n'
+        "    loss.backward()\n"
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+    )
+    code, out = run("new-bug", "--from-log", str(log), "--date", "2025-11-24")
+    assert code == 0, out
+    bug = load_kb(find_project()).bugs[out.split()[0]].record
+    assert bug.error == "cuda-illegal-memory-access"
+    assert "illegal memory access" in bug.title
+    assert bug.message is not None
+    assert bug.message.endswith(
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    )
+    assert 'File "~/proj/train.py", line 88' in bug.message
+    assert "hf_abcdefghijklmnop" not in bug.message and home not in bug.message
+    assert [s.id for s in bug.progress] == ["check-gpu"]
+    assert run("validate")[0] == 0
