@@ -11,6 +11,8 @@ DEV    := $(VENV)/.kbgen-dev
 # CPU build; comes from a local wheel here. Never install an unpinned torch: that pulls the
 # newest CUDA build, several GB.
 TORCH  := torch==2.13.0
+# Material prints an end-of-life banner on every build; it says nothing about this KB.
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: serve test lint typecheck unit validate site-check bench clean help
 
