@@ -270,8 +270,6 @@ class Bug(Strict):
         return self.id.split("-")[1]
 
 
-Record = ErrorType | RootCause | Fix | Bug
-
 #: frontmatter ``kind`` → model, and the kb/ folder each kind lives in.
 KINDS: dict[str, type[Strict]] = {
     "error": ErrorType,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import getpass
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 
 REDACTED = "<redacted>"
@@ -41,11 +40,6 @@ _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+):([^@\s/]+)@")
 def is_secret_name(name: str) -> bool:
     """True for environment variable names that look like tokens, keys or passwords."""
     return bool(_SECRET_NAME.search(name))
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` with the values of secret-looking names replaced."""
-    return {k: (REDACTED if is_secret_name(k) else redact_text(v, paths=False)) for k, v in env.items()}
 
 
 def redact_text(text: str, *, paths: bool = True, home: str | None = None, user: str | None = None) -> str:

@@ -54,11 +54,13 @@ _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
 def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
-    """Every problem in ``kb`` (load problems included), sorted by file and line."""
+    """Every problem in ``kb`` (load problems and probe files included), sorted by file and line."""
+    from kbgen.probes.discovery import scan
+
+    specs, probe_problems = scan(kb.project)
     if probe_ids is None:
-        probe_ids = known_probe_ids(kb)
-    problems = list(kb.problems)
-    problems.extend(_probe_file_problems(kb))
+        probe_ids = {spec.meta.id for spec in specs}
+    problems = [*kb.problems, *probe_problems]
     problems.extend(check_references(kb, probe_ids))
     problems.extend(check_duplicates(kb))
     problems.extend(check_signatures(kb))
@@ -72,18 +74,6 @@ def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
     for entry in kb.bugs.values():
         problems.extend(check_bug_status(kb, entry))
     return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
-
-
-def known_probe_ids(kb: Kb) -> set[str]:
-    from kbgen.probes import discover
-
-    return {spec.meta.id for spec in discover(kb.project)}
-
-
-def _probe_file_problems(kb: Kb) -> list[Problem]:
-    from kbgen.probes import discover_problems
-
-    return list(discover_problems(kb.project))
 
 
 def _at(

@@ -265,8 +265,3 @@ def _close_ids(probe_id: str, known: list[str]) -> list[str]:
     head = probe_id.split("-")[0]
     close += [k for k in known if k.split("-")[0] == head and k not in close]
     return close[:3]
-
-
-def meta_dict(spec: ProbeSpec) -> dict[str, Any]:
-    """The metadata as plain values, for reports and ``--list``."""
-    return spec.meta.model_dump(mode="json")

@@ -16,17 +16,6 @@ from kbgen.models import ProbeStatus
 SCHEMA_VERSION: Literal[1] = 1
 Scalar = str | int | float | bool | None
 
-#: worst first; used to order verdicts and pick a summary status
-SEVERITY = {
-    ProbeStatus.crash: 0,
-    ProbeStatus.timeout: 1,
-    ProbeStatus.error: 2,
-    ProbeStatus.fail: 3,
-    ProbeStatus.warn: 4,
-    ProbeStatus.skip: 5,
-    ProbeStatus.pass_: 6,
-}
-
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
