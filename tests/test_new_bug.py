@@ -218,6 +218,30 @@ def test_merge_duplicates_are_caught_and_renumbered(kb_project: Path) -> None:
     assert out.startswith("BUG-20251109-002: Illegal memory access in BCE loss\n")
 
 
+def test_renumber_leaves_a_file_edited_meanwhile_alone(
+    kb_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kbgen.bugs
+
+    bug = kb_project / "kb/bugs/BUG-20251109-002.md"
+    claim = kbgen.bugs.claim_id
+
+    def claim_then_edit(*args: object, **kwargs: object) -> tuple[str, Path]:
+        result = claim(*args, **kwargs)  # type: ignore[arg-type]
+        bug.write_text(bug.read_text() + "\nAn edit made while renumbering.\n")
+        return result
+
+    monkeypatch.setattr(kbgen.bugs, "claim_id", claim_then_edit)
+    code, out = run("renumber", "BUG-20251109-002")
+    assert code == 1
+    assert out == (
+        "Error: kb/bugs/BUG-20251109-002.md: changed on disk since kbgen read it; nothing was renumbered\n"
+        "  hint: run the command again to work from the new version\n"
+    )
+    assert sorted(p.name for p in bug.parent.glob("*.md")) == ["BUG-20251109-002.md"]
+    assert bug.read_text().endswith("An edit made while renumbering.\n")
+
+
 def test_status_records_history_and_keeps_body(kb_project: Path) -> None:
     path = kb_project / "kb/bugs/BUG-20251109-002.md"
     before = path.read_text()
@@ -260,25 +284,31 @@ def test_schema_writes_one_file_per_kind(kb_project: Path, tmp_path: Path) -> No
     assert "history" in bug_schema["properties"]
 
 
-def test_help_lists_every_command_with_an_example() -> None:
-    _code, out = run("--help")
-    for name in (
-        "validate",
-        "new-bug",
-        "list",
-        "show",
-        "status",
-        "renumber",
-        "schema",
-        "probe",
-        "serve",
-        "build-pages",
-        "triage",
-        "import",
-    ):
-        assert f"  {name} " in out, name
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code, out = run("--help")
+    assert code == 0
+    commands = [line.split()[0] for line in out.split("Commands:\n", 1)[1].splitlines() if line.strip()]
+    assert sorted(commands) == sorted(
+        [
+            "validate",
+            "new-bug",
+            "list",
+            "show",
+            "status",
+            "renumber",
+            "schema",
+            "probe",
+            "serve",
+            "build-pages",
+            "triage",
+            "import",
+        ]
+    )
+    for name in commands:
         sub_code, sub_out = run(name, "--help")
-        assert sub_code == 0 and "Usage: " in sub_out
+        assert sub_code == 0 and sub_out.startswith(f"Usage: cli {name} "), name
+        assert f"kbgen {name}" in readme, f"{name} is not documented in README.md"
 
 
 def test_new_bug_from_a_log_takes_error_title_and_redacted_message(kb_project: Path) -> None:

@@ -8,6 +8,7 @@ and no reader ever sees a half-written report.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 
 from kbgen import clock
-from kbgen.errors import KbgenError, UnknownIdError, relpath
+from kbgen.errors import ConflictError, KbgenError, UnknownIdError, relpath
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status
 from kbgen.roundtrip import plain, save_changes, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
@@ -216,6 +217,12 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> tuple[str, Path
         return splice(entry.source, changes)
 
     new_id, new_path = claim_id(kb.project, target_day, render, slug)
+    if _digest(path) != entry.source.digest:  # edited meanwhile: keep the person's version
+        new_path.unlink()
+        raise ConflictError(
+            f"{kb.project.rel(path)}: changed on disk since kbgen read it; nothing was renumbered",
+            hint="run the command again to work from the new version",
+        )
     try:
         path.unlink()
     except OSError as exc:
@@ -223,6 +230,13 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> tuple[str, Path
             f"{kb.project.rel(path)}: wrote {new_id} but could not remove: {exc.strerror}"
         ) from None
     return new_id, new_path
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def yaml_scalar(value: Any) -> str:
