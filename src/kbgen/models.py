@@ -207,7 +207,7 @@ class ProgressStep(Strict):
     when: dt.datetime | None = None
 
 
-class Outcome(str, Enum):
+class AttemptOutcome(str, Enum):
     worked = "worked"
     failed = "failed"
     partial = "partial"
@@ -216,7 +216,7 @@ class Outcome(str, Enum):
 
 class FixAttempt(Strict):
     fix: Slug
-    outcome: Outcome = Outcome.pending
+    outcome: AttemptOutcome = AttemptOutcome.pending
     note: str | None = None
     date: dt.date | None = None
 

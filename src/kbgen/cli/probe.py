@@ -98,6 +98,7 @@ def _run(
     ctx: click.Context, session: ProbeSession, ids: list[str], bug_id: str | None, redact_paths: bool
 ) -> tuple[ProbeReport, tuple[Entry, Any] | None]:
     from kbgen import clock
+    from kbgen.probes.build import build_report
     from kbgen.probes.discovery import scan, select
 
     project = _project(ctx, required=bug_id is not None)
@@ -118,7 +119,8 @@ def _run(
         ids = ids or plan.probe_ids
         fill = (entry, plan)
     chosen = select(specs, ids, problems)
-    report = session.run(chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
+    run = session.run(chosen)
+    report = build_report(run, chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
     report.problems = [p.format() for p in problems]
     return report, fill
 

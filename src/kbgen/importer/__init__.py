@@ -390,7 +390,7 @@ def _plain(value: Any) -> str:
 
 
 @dataclass
-class Outcome:
+class ImportOutcome:
     """What happened to one report: ``written``, ``would-write``, ``exists`` or ``error``."""
 
     source: Path
@@ -401,43 +401,45 @@ class Outcome:
     draft: Draft | None = None
 
 
-def import_report(path: Path, kb: Kb, *, dry_run: bool = False) -> Outcome:
+def import_report(path: Path, kb: Kb, *, dry_run: bool = False) -> ImportOutcome:
     """Import one report into kb/bugs/ (or, with ``dry_run``, say what would be written)."""
     from kbgen.bugs import claim_id, slugify, taken_ids
 
     try:
         draft = draft_report(path, kb)
     except KbgenError as exc:
-        return Outcome(path, "error", message=str(exc))
+        return ImportOutcome(path, "error", message=str(exc))
     folder = kb.project.folder("bug")
     slug = slugify(draft.values["title"])
     taken = taken_ids(kb.project)
     if draft.bug_id is not None and draft.bug_id in taken:
         holder = next((p for p in kb.claims.get(draft.bug_id, [])), None)
         where = f" ({kb.project.rel(holder)})" if holder else ""
-        return Outcome(path, "exists", draft.bug_id, holder, f"{draft.bug_id} already exists{where}", draft)
+        return ImportOutcome(
+            path, "exists", draft.bug_id, holder, f"{draft.bug_id} already exists{where}", draft
+        )
     if dry_run:
         bug_id = draft.bug_id or _next_id(draft.day or clock.now().date(), taken)
-        return Outcome(path, "would-write", bug_id, folder / f"{bug_id}-{slug}.md", draft=draft)
+        return ImportOutcome(path, "would-write", bug_id, folder / f"{bug_id}-{slug}.md", draft=draft)
     if draft.bug_id is None:
         bug_id, written = claim_id(kb.project, draft.day or clock.now().date(), draft.render, slug)
-        return Outcome(path, "written", bug_id, written, draft=draft)
+        return ImportOutcome(path, "written", bug_id, written, draft=draft)
     return _write_as(draft, draft.bug_id, folder / f"{draft.bug_id}-{slug}.md", kb)
 
 
-def _write_as(draft: Draft, bug_id: str, target: Path, kb: Kb) -> Outcome:
+def _write_as(draft: Draft, bug_id: str, target: Path, kb: Kb) -> ImportOutcome:
     from kbgen.store import atomic_write, encode
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, encode(draft.render(bug_id)), exclusive=True)
     except FileExistsError:
-        return Outcome(
+        return ImportOutcome(
             draft.source, "exists", bug_id, target, f"{kb.project.rel(target)} already exists", draft
         )
     except OSError as exc:
-        return Outcome(draft.source, "error", message=f"{target}: cannot write: {exc.strerror}")
-    return Outcome(draft.source, "written", bug_id, target, draft=draft)
+        return ImportOutcome(draft.source, "error", message=f"{target}: cannot write: {exc.strerror}")
+    return ImportOutcome(draft.source, "written", bug_id, target, draft=draft)
 
 
 def _next_id(day: dt.date, taken: set[str]) -> str:

@@ -28,9 +28,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kbgen.probes.build import run_probes
     from kbgen.probes.discovery import ProbeSpec, builtin_ids, discover, discover_problems, select
     from kbgen.probes.report import ProbeReport, ProbeResult
-    from kbgen.probes.runner import run_probes
 
 _EXPORTS = {
     "ProbeSpec": "discovery",
@@ -38,7 +38,7 @@ _EXPORTS = {
     "discover_problems": "discovery",
     "builtin_ids": "discovery",
     "select": "discovery",
-    "run_probes": "runner",
+    "run_probes": "build",
     "ProbeReport": "report",
     "ProbeResult": "report",
 }

@@ -1,19 +1,19 @@
-"""Turn a session's raw outcomes into a redacted :class:`ProbeReport`."""
+"""Turn a :class:`~kbgen.probes.record.ProbeRun` into a redacted :class:`ProbeReport`."""
 
 from __future__ import annotations
 
-import datetime as dt
-import socket
 from typing import TYPE_CHECKING, Any
 
-from kbgen import __version__
+from kbgen import __version__, clock
 from kbgen.models import ProbeStatus
 from kbgen.probes.report import Interpreter, ProbeReport, ProbeResult, TorchImport
 from kbgen.redact import REDACTED, is_secret_name, redact_text
 
 if TYPE_CHECKING:
+    import datetime as dt
+
     from kbgen.probes.discovery import ProbeSpec
-    from kbgen.probes.runner import Outcome, ProbeSession
+    from kbgen.probes.record import ProbeRun, RawResult
 
 
 class Scrubber:
@@ -39,35 +39,53 @@ class Scrubber:
 
 
 def build_report(
-    session: ProbeSession,
+    run: ProbeRun,
     specs: list[ProbeSpec],
-    interpreter_error: str | None,
-    wall: float,
     *,
     redact_paths: bool = False,
     now: dt.datetime | None = None,
     host: str | None = None,
 ) -> ProbeReport:
-    """The report for ``specs``, in their order; probes that did not run get an error result."""
+    """The report for ``specs``, in their order; probes that did not run get an error result.
+
+    ``now`` and ``host`` default to :mod:`kbgen.clock`'s, which tests pin with ``KBGEN_NOW``.
+    """
     scrub = Scrubber(redact_paths)
-    outcomes = session.outcomes()
-    ran = specs if interpreter_error is None else []
-    results = [_result(spec, outcomes.get(spec.id), scrub) for spec in ran]
-    hello = session.hello or {}
-    torch_lane = session.lanes["torch"].torch_import
+    ran = specs if run.interpreter_error is None else []
+    results = [_result(spec, run.results.get(spec.id), scrub) for spec in ran]
     return ProbeReport(
         kbgen_version=__version__,
-        collected_at=now or dt.datetime.now(dt.timezone.utc).astimezone().replace(microsecond=0),
-        host=scrub.text(host or socket.gethostname()) or "",
-        python=Interpreter(executable=scrub.text(session.python) or "", version=hello.get("python")),
-        interpreter_error=scrub.text(interpreter_error),
-        torch_import=TorchImport(**_scrubbed(torch_lane, scrub)) if torch_lane else None,
-        wall_s=round(wall, 3),
+        collected_at=now or clock.now(),
+        host=scrub.text(host or clock.hostname()) or "",
+        python=Interpreter(executable=scrub.text(run.python) or "", version=run.python_version),
+        interpreter_error=scrub.text(run.interpreter_error),
+        torch_import=TorchImport(**_scrubbed(run.torch_import, scrub)) if run.torch_import else None,
+        wall_s=round(run.wall, 3),
         results=results,
     )
 
 
-def _result(spec: ProbeSpec, got: Outcome | None, scrub: Scrubber) -> ProbeResult:
+def run_probes(
+    specs: list[ProbeSpec],
+    *,
+    python: str | None = None,
+    timeout: float | None = None,
+    redact_paths: bool = False,
+    now: dt.datetime | None = None,
+    host: str | None = None,
+) -> ProbeReport:
+    """Run ``specs`` in ``python`` (default $KBGEN_PYTHON, else this interpreter); never raises for a probe.
+
+    Raises ProbeError only when ``python`` does not exist or is not executable.
+    """
+    from kbgen.probes.runner import ProbeSession
+
+    session = ProbeSession(python, torch=any(s.uses_torch for s in specs), timeout=timeout)
+    run = session.run(specs)
+    return build_report(run, specs, redact_paths=redact_paths, now=now, host=host)
+
+
+def _result(spec: ProbeSpec, got: RawResult | None, scrub: Scrubber) -> ProbeResult:
     base = {"id": spec.id, "title": spec.meta.title, "builtin": spec.builtin}
     if got is None:
         return ProbeResult(**base, status=ProbeStatus.error, message="not run (interrupted)")

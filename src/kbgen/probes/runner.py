@@ -19,18 +19,17 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbgen.errors import ProbeError
 from kbgen.probes.process import Worker, describe_exit, read_tail
+from kbgen.probes.record import ProbeRun, RawResult
 
 if TYPE_CHECKING:
-    import datetime as dt
+    from collections.abc import Callable
 
     from kbgen.probes.discovery import ProbeSpec
-    from kbgen.probes.report import ProbeReport
 
 PYTHON_ENV = "KBGEN_PYTHON"
 STARTUP_LIMIT = 30.0  # seconds for an interpreter to say hello
@@ -60,19 +59,6 @@ def resolve_python(python: str | None) -> str:
     return str(path.absolute())
 
 
-@dataclass
-class Outcome:
-    """A raw result before it becomes a ProbeResult (plain data: no pydantic here)."""
-
-    status: str
-    message: str = ""
-    facts: dict[str, Any] = field(default_factory=dict)
-    seconds: float = 0.0
-    signal: str | None = None
-    exit_code: int | None = None
-    output: str | None = None
-
-
 def order_torch_lane(specs: list[ProbeSpec]) -> list[ProbeSpec]:
     """Probes that touch the GPU last: if one kills the worker, fewer probes pay a fresh torch import."""
     return sorted(specs, key=lambda s: "cuda" in s.meta.needs)
@@ -86,7 +72,7 @@ class Lane:
         self.torch = torch
         self.blocked: str | None = None  # why importing torch is off for this lane's next workers
         self.torch_import: dict[str, Any] | None = None
-        self.outcomes: dict[str, Outcome] = {}
+        self.outcomes: dict[str, RawResult] = {}
         self.worker: Worker | None = None
         self.nice = False  # run at a lower priority (beside a worker importing torch)
 
@@ -159,11 +145,14 @@ class Lane:
                 "stderr_tail": tail,
             }
             for spec in [s for s in pending if "torch" in s.meta.needs or "cuda" in s.meta.needs]:
-                self.outcomes[spec.id] = Outcome(
-                    "timeout" if timed_out else "crash",
-                    self.blocked + "; probe not run",
-                    signal=sig,
-                    output=tail,
+                self._record(
+                    spec.id,
+                    RawResult(
+                        "timeout" if timed_out else "crash",
+                        self.blocked + "; probe not run",
+                        signal=sig,
+                        output=tail,
+                    ),
                 )
                 pending.remove(spec)
             return False
@@ -184,7 +173,7 @@ class Lane:
                 if kind == "start" and event.get("id") in by_id:
                     current = (by_id[event["id"]], time.monotonic(), event.get("log") or "")
                 elif kind == "result" and event.get("id") in by_id:
-                    self.outcomes[event["id"]] = self._outcome(event)
+                    self._record(event["id"], self._outcome(event))
                     pending.remove(by_id[event["id"]])
                     current = None
                 elif kind == "bye":  # finished without a result for some probe: never retry those
@@ -196,9 +185,7 @@ class Lane:
                 )
                 return
             spec, started, log = current
-            self.outcomes[spec.id] = self._death(
-                worker, spec, time.monotonic() - started, log, event is False
-            )
+            self._record(spec.id, self._death(worker, spec, time.monotonic() - started, log, event is False))
             pending.remove(spec)
             return  # the caller starts a fresh worker for what is left
 
@@ -217,10 +204,15 @@ class Lane:
 
     def _abandon(self, pending: list[ProbeSpec], message: str) -> None:
         for spec in pending:
-            self.outcomes[spec.id] = Outcome("error", message)
+            self._record(spec.id, RawResult("error", message))
         pending.clear()
 
-    def _outcome(self, event: dict[str, Any]) -> Outcome:
+    def _record(self, probe_id: str, result: RawResult) -> None:
+        self.outcomes[probe_id] = result
+        if self.session.on_result is not None:
+            self.session.on_result(probe_id, result)
+
+    def _outcome(self, event: dict[str, Any]) -> RawResult:
         result = event.get("result") or {}
         status = result.get("status")
         message = str(result.get("message") or "")
@@ -230,7 +222,7 @@ class Lane:
             )
             status = "error"
         output = event.get("output") or None
-        return Outcome(
+        return RawResult(
             status,
             message,
             dict(result.get("facts") or {}),
@@ -238,19 +230,19 @@ class Lane:
             output=output,
         )
 
-    def _death(self, worker: Worker, spec: ProbeSpec, seconds: float, log: str, timed_out: bool) -> Outcome:
+    def _death(self, worker: Worker, spec: ProbeSpec, seconds: float, log: str, timed_out: bool) -> RawResult:
         if timed_out:
             worker.dump_stacks()
             worker.kill()
             limit = self.session.timeout_of(spec)
-            return Outcome(
+            return RawResult(
                 "timeout",
                 f"no result within {limit:g} s; killed it and every process it started",
                 seconds=seconds,
                 output=read_tail(log) or None,
             )
         phrase, sig, code = describe_exit(worker.kill())
-        return Outcome(
+        return RawResult(
             "crash",
             f"the probe's process {phrase} after {seconds:.2f} s",
             seconds=seconds,
@@ -285,6 +277,8 @@ class ProbeSession:
         self._lock = threading.Lock()
         self._live: set[Worker] = set()
         self._closed = False
+        #: called from the lane threads with each probe's result as soon as it is known
+        self.on_result: Callable[[str, RawResult], None] | None = None
         self.lanes = {"torch": Lane(self, torch=True), "plain": Lane(self, torch=False)}
         if torch:
             with contextlib.suppress(InterpreterError):  # reported when the probes run
@@ -316,9 +310,12 @@ class ProbeSession:
             self._serial += count
             return first
 
-    def run(self, specs: list[ProbeSpec], **report_args: Any) -> ProbeReport:
-        """Run ``specs`` and return the report (see :func:`build_report` for ``report_args``)."""
+    def run(
+        self, specs: list[ProbeSpec], on_result: Callable[[str, RawResult], None] | None = None
+    ) -> ProbeRun:
+        """Run ``specs``; ``on_result(probe_id, result)`` hears of each result as it arrives."""
         started = time.monotonic()
+        self.on_result = on_result
         plan = {
             "torch": order_torch_lane([s for s in specs if s.uses_torch]),
             "plain": [s for s in specs if not s.uses_torch],
@@ -343,10 +340,13 @@ class ProbeSession:
                     thread.join(0.1)
         finally:
             self.close()
-        from kbgen.probes.build import build_report
-
-        return build_report(
-            self, specs, errors[0] if errors else None, time.monotonic() - started, **report_args
+        return ProbeRun(
+            python=self.python,
+            python_version=(self.hello or {}).get("python"),
+            interpreter_error=errors[0] if errors else None,
+            torch_import=self.lanes["torch"].torch_import,
+            wall=time.monotonic() - started,
+            results={**self.lanes["plain"].outcomes, **self.lanes["torch"].outcomes},
         )
 
     def _run_lane(self, name: str, specs: list[ProbeSpec], errors: list[str], wait: bool) -> None:
@@ -361,9 +361,6 @@ class ProbeSession:
             self.failed.set()
             self.settled.set()
 
-    def outcomes(self) -> dict[str, Outcome]:
-        return {**self.lanes["plain"].outcomes, **self.lanes["torch"].outcomes}
-
     def close(self) -> None:
         """Kill every worker still running (and all they started) and remove the logs."""
         with self._lock:
@@ -374,20 +371,3 @@ class ProbeSession:
         for lane in self.lanes.values():
             lane.worker = None
         shutil.rmtree(self.logdir, ignore_errors=True)
-
-
-def run_probes(
-    specs: list[ProbeSpec],
-    *,
-    python: str | None = None,
-    timeout: float | None = None,
-    redact_paths: bool = False,
-    now: dt.datetime | None = None,
-    host: str | None = None,
-) -> ProbeReport:
-    """Run ``specs`` in ``python`` (default $KBGEN_PYTHON, else this interpreter); never raises for a probe.
-
-    Raises ProbeError only when ``python`` does not exist or is not executable.
-    """
-    session = ProbeSession(python, torch=any(s.uses_torch for s in specs), timeout=timeout)
-    return session.run(specs, redact_paths=redact_paths, now=now, host=host)

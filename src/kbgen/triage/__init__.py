@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbgen.store import Kb
 from kbgen.triage.regexcheck import required_keywords, signature_problems
-from kbgen.triage.scan import MAX_LINE, ScanResult, Signature, SignatureHits, scan_log, scan_stream
+from kbgen.triage.scan import MAX_LINE, CompiledSignature, ScanResult, SignatureHits, scan_log, scan_stream
 
 __all__ = [
     "LogDraft",
@@ -87,9 +87,9 @@ class LogDraft(_Model):
 # --------------------------------------------------------------------------- signatures
 
 
-def compile_signatures(kb: Kb) -> tuple[list[Signature], list[Skipped]]:
+def compile_signatures(kb: Kb) -> tuple[list[CompiledSignature], list[Skipped]]:
     """Every safe signature of every error type; unsafe ones are returned as skipped."""
-    compiled: list[Signature] = []
+    compiled: list[CompiledSignature] = []
     skipped: list[Skipped] = []
     for error_id, entry in sorted(kb.errors.items()):
         for index, signature in enumerate(entry.record.signatures):
@@ -103,7 +103,7 @@ def compile_signatures(kb: Kb) -> tuple[list[Signature], list[Skipped]]:
             keywords = required_keywords(signature.regex)
             encoded = tuple(k.encode("ascii") for k in keywords) if keywords else None
             compiled.append(
-                Signature(error_id, index, re.compile(signature.regex), signature.weight, encoded)
+                CompiledSignature(error_id, index, re.compile(signature.regex), signature.weight, encoded)
             )
     return compiled, skipped
 

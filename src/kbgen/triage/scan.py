@@ -36,7 +36,7 @@ _BOX = "│┃║╎┆"
 
 
 @dataclass(frozen=True)
-class Signature:
+class CompiledSignature:
     """One compiled signature of one error type."""
 
     error: str
@@ -56,7 +56,7 @@ class Hit:
 
 @dataclass
 class SignatureHits:
-    signature: Signature
+    signature: CompiledSignature
     count: int = 0
     lines: list[Hit] = field(default_factory=list)
     #: cleaned lines before and after the first hit, for excerpts
@@ -137,7 +137,7 @@ def _refuse_binary(head: bytes, name: str) -> None:
 class Scanner:
     """Feeds blocks through the keyword screen and the signatures; collects hits."""
 
-    def __init__(self, signatures: list[Signature]) -> None:
+    def __init__(self, signatures: list[CompiledSignature]) -> None:
         self.hits = {(s.error, s.index): SignatureHits(s) for s in signatures}
         self.by_keyword: dict[bytes, list[SignatureHits]] = {}
         self.unscreened: list[SignatureHits] = []
@@ -229,7 +229,7 @@ class Scanner:
         return before, [clean_line(x[:MAX_LINE]) for x in tail]
 
 
-def scan_log(source: str, signatures: list[Signature]) -> ScanResult:
+def scan_log(source: str, signatures: list[CompiledSignature]) -> ScanResult:
     """Stream ``source`` (a path or ``-``) through the signatures."""
     stream, name = open_log(source)
     try:
@@ -239,7 +239,7 @@ def scan_log(source: str, signatures: list[Signature]) -> ScanResult:
             stream.close()
 
 
-def scan_stream(stream: BinaryIO, name: str, signatures: list[Signature]) -> ScanResult:
+def scan_stream(stream: BinaryIO, name: str, signatures: list[CompiledSignature]) -> ScanResult:
     """Scan an open binary stream; ``name`` is used in messages."""
     scanner = Scanner(signatures)
     for block in iter_blocks(stream, name):
