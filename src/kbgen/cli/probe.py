@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
 from kbgen.cli.common import project_of
 
 if TYPE_CHECKING:
+    from kbgen.probes.discovery import ProbeSpec
+    from kbgen.probes.record import ProbeRun
     from kbgen.probes.report import ProbeReport
     from kbgen.probes.runner import ProbeSession
     from kbgen.store import Entry, Kb, Project
@@ -24,6 +28,28 @@ COLOURS = {
     "timeout": "red",
     "error": "magenta",
 }
+MIN_MEMORY = 64 * 2**20  # below this a worker cannot even read its job list
+
+
+class Size(click.ParamType):
+    """A size in bytes written as 512M, 4G, 1.5G or 0 (no limit)."""
+
+    name = "size"
+    UNITS: ClassVar[dict[str, int]] = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", text)
+        if text in ("none", "0") or (found and float(found[1]) == 0):
+            return 0
+        if not found:
+            self.fail(f"{value!r} is not a size such as 512M or 4G (0 for no limit)", param, ctx)
+        size = int(float(found[1]) * self.UNITS[found[2]])
+        if size < MIN_MEMORY:
+            self.fail(f"{value} is too small for a Python process; give at least 64M", param, ctx)
+        return size
 
 
 @click.command()
@@ -46,6 +72,13 @@ COLOURS = {
     help="Time limit for every probe, overriding each probe's own.",
 )
 @click.option("--redact-paths", is_flag=True, help="Write the home folder as ~ and the user name as <user>.")
+@click.option(
+    "--memory-limit",
+    "memory",
+    type=Size(),
+    metavar="SIZE",
+    help="Memory cap for each probe and what it starts, e.g. 4G (default: half of this machine's; 0: none).",
+)
 @click.pass_context
 def probe(
     ctx: click.Context,
@@ -56,11 +89,13 @@ def probe(
     list_only: bool,
     timeout: float | None,
     redact_paths: bool,
+    memory: int | None,
 ) -> None:
     """Run probes: small checks of this machine, run in child processes.
 
     Without PROBE-IDs the default set runs. Each probe runs isolated: one that
-    crashes, hangs or prints garbage becomes a result and the others still run.
+    crashes, hangs, prints garbage or runs out of memory becomes a result and
+    the others still run. On a terminal each probe shows as it finishes.
 
     \b
     Examples:
@@ -74,15 +109,22 @@ def probe(
     if list_only:
         _print_list(ctx)
         return
+    from kbgen.probes.process import Interrupted, stop_on_signals
     from kbgen.probes.runner import ProbeSession
 
     # Start the torch worker first: its import of torch then overlaps with loading the KB here.
     wants_torch = bug_id is not None or not ids or not set(ids) <= PLAIN_BUILTINS
-    session = ProbeSession(python, torch=wants_torch, timeout=timeout)
+    live = not as_json and sys.stdout.isatty()
     try:
-        report, fill = _run(ctx, session, list(ids), bug_id, redact_paths)
-    finally:
-        session.close()
+        with stop_on_signals():
+            session = ProbeSession(python, torch=wants_torch, timeout=timeout, memory=memory)
+            try:
+                report, fill = _run(ctx, session, list(ids), bug_id, redact_paths, live)
+            finally:
+                session.close()
+    except Interrupted as stop:
+        click.echo(f"Interrupted by {stop.name}: stopped every probe.", err=True)
+        ctx.exit(128 + stop.signum)
     _show(report, as_json)
     if report.interpreter_error:
         if as_json:
@@ -95,7 +137,12 @@ def probe(
 
 
 def _run(
-    ctx: click.Context, session: ProbeSession, ids: list[str], bug_id: str | None, redact_paths: bool
+    ctx: click.Context,
+    session: ProbeSession,
+    ids: list[str],
+    bug_id: str | None,
+    redact_paths: bool,
+    live: bool,
 ) -> tuple[ProbeReport, tuple[Entry, Any] | None]:
     from kbgen import clock
     from kbgen.probes.build import build_report
@@ -119,10 +166,18 @@ def _run(
         ids = ids or plan.probe_ids
         fill = (entry, plan)
     chosen = select(specs, ids, problems)
-    run = session.run(chosen)
+    run = _run_live(session, chosen) if live else session.run(chosen)
     report = build_report(run, chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
     report.problems = [p.format() for p in problems]
     return report, fill
+
+
+def _run_live(session: ProbeSession, chosen: list[ProbeSpec]) -> ProbeRun:
+    """Run with a table on the terminal that fills in as probes finish (the full report follows)."""
+    from kbgen.probes.progress import LiveTable
+
+    with LiveTable(chosen, COLOURS) as table:
+        return session.run(chosen, on_result=table.finished)
 
 
 def _project(ctx: click.Context, *, required: bool) -> Project | None:

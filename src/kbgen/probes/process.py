@@ -1,4 +1,7 @@
-"""One worker process: start it, read its protocol lines, and kill its whole process group.
+"""One worker process: start it, read its protocol lines, and kill it with every process it started.
+
+A worker sees none of kbgen's files: its output goes to a file with no name that kbgen holds open,
+and its cwd is a scratch folder of its own, so a probe that deletes folders cannot break the run.
 
 Standard library only, so a worker can be started before kbgen loads pydantic (the torch import in
 the worker then overlaps with kbgen's own start-up).
@@ -10,12 +13,20 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kbgen.probes.worker import kill_descendants, read_tail
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
 MARK = "@@kbgen@@ "
@@ -25,7 +36,7 @@ SIGNAL_WORDS = {
     "SIGABRT": "aborted",
     "SIGBUS": "bus error",
     "SIGFPE": "floating-point exception",
-    "SIGKILL": "killed; out of memory?",
+    "SIGKILL": "killed from outside kbgen: by the kernel's out-of-memory killer or a kill -9",
     "SIGTERM": "terminated",
 }
 
@@ -44,44 +55,84 @@ def describe_exit(returncode: int | None) -> tuple[str, str | None, int | None]:
     return f"exited with status {returncode}", None, returncode
 
 
-def read_tail(path: str | None, limit: int = 4000) -> str:
-    if not path:
-        return ""
+class Interrupted(KeyboardInterrupt):
+    """kbgen was told to stop (SIGTERM, SIGHUP or SIGINT) while probes ran."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGTERM, SIGHUP and SIGINT into :class:`Interrupted`, so ``finally`` blocks stop the workers.
+
+    A cancelled CI job sends SIGTERM and a closed terminal SIGHUP; by default either would end
+    kbgen on the spot and leave its workers running. A signal that is ignored (``nohup``) stays so.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    chosen = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)]
+    chosen = [s for s in chosen if signal.getsignal(s) is not signal.SIG_IGN]
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        for each in chosen:  # cleaning up must not be cut short by a second signal
+            signal.signal(each, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    saved = {s: signal.signal(s, stop) for s in chosen}
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+        yield
+    finally:
+        for each, handler in saved.items():
+            signal.signal(each, handler)
 
 
 class Worker:
     """A running ``worker.py``; events arrive on a queue filled by a reader thread."""
 
     def __init__(
-        self, python: str, logdir: str, *, torch: bool, env: dict[str, str] | None = None, nice: bool = False
+        self,
+        python: str,
+        *,
+        torch: bool,
+        lifeline: int,
+        env: dict[str, str] | None = None,
+        nice: bool = False,
+        memory: int | None = None,
     ) -> None:
-        self.logdir = logdir
-        self.import_log = str(Path(logdir) / f"import-torch-{time.monotonic_ns()}.log") if torch else None
-        args = [python, "-u", str(WORKER)] + (["--torch", self.import_log] if self.import_log else [])
-        args += ["--nice"] if nice else []
+        self.scratch = tempfile.mkdtemp(prefix="kbgen-probe-")
+        #: everything the worker and its probes print; unnamed, so no probe can delete it
+        self.output = tempfile.TemporaryFile(prefix="kbgen-probe-")  # noqa: SIM115 (closed by abandon)
+        args = [python, "-u", str(WORKER), "--scratch", self.scratch, "--lifeline", str(lifeline)]
+        args += (["--torch"] if torch else []) + (["--nice"] if nice else [])
+        args += ["--memory", str(memory)] if memory else []
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.noise: list[str] = []
         self.started = time.monotonic()
-        #: what the interpreter printed before the worker took over its output (start-up errors)
-        self.stderr_path = str(Path(logdir) / f"worker-{time.monotonic_ns()}.err")
-        with open(self.stderr_path, "wb") as stderr:
+        try:
             self.proc = subprocess.Popen(
                 args,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=stderr,
+                stderr=self.output,
                 env=env,
+                cwd=self.scratch,
+                pass_fds=(lifeline,),
                 start_new_session=True,  # its own process group: a timeout kills every child it started
             )
+        except OSError:
+            self._remove_files()
+            raise
         threading.Thread(target=self._read, daemon=True).start()
+
+    def tail(self, start: int = 0, limit: int = 4000) -> str:
+        """The end of what was printed since ``start`` (an offset from a ``start`` event)."""
+        if self.output.closed:
+            return ""
+        return read_tail(self.output.fileno(), start, limit)
 
     def _read(self) -> None:
         """Runs in its own thread, which alone owns the worker's stdout (and closes it at the end)."""
@@ -132,21 +183,34 @@ class Worker:
 
     def abandon(self) -> None:
         """Kill the worker and everything it started; reap it in the background, not on our time."""
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        self._kill_tree()
         threading.Thread(target=self.proc.wait, daemon=True).start()
         self._close_stdin()
+        self._remove_files()
 
     def kill(self) -> int | None:
         """Kill the worker and everything it started; return its exit code."""
-        with contextlib.suppress(OSError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        self._kill_tree()
         try:
             return self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             return None
         finally:
             self._close_stdin()
+
+    def _kill_tree(self) -> None:
+        pid = self.proc.pid
+        if self.proc.returncode is None:  # not reaped yet, so the pid is still this worker's
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)  # a stopped worker starts nothing new while we look
+            # the worker is a child subreaper: processes that left its group (setsid) are below it
+            kill_descendants(pid)
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+    def _remove_files(self) -> None:
+        self.output.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _close_stdin(self) -> None:
         stdin = self.proc.stdin

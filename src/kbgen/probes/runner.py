@@ -16,14 +16,13 @@ import contextlib
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbgen.errors import ProbeError
-from kbgen.probes.process import Worker, describe_exit, read_tail
+from kbgen.probes.process import Worker, describe_exit
 from kbgen.probes.record import ProbeRun, RawResult
 
 if TYPE_CHECKING:
@@ -35,6 +34,14 @@ PYTHON_ENV = "KBGEN_PYTHON"
 STARTUP_LIMIT = 30.0  # seconds for an interpreter to say hello
 IMPORT_LIMIT = 120.0  # seconds for `import torch` (cold caches on WSL's /mnt/c can be slow)
 GAP_LIMIT = 30.0  # seconds between one probe's result and the next one's start
+
+
+def default_memory_limit() -> int:
+    """Half of this machine's memory: a runaway probe fails before the machine starts to swap."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 class InterpreterError(Exception):
@@ -111,12 +118,13 @@ class Lane:
             what = f"did not start within {limit:g} s"
         else:
             what = describe_exit(worker.kill())[0] + " before running anything"
-        said = (read_tail(worker.stderr_path, 1500) + "\n".join(worker.noise[-10:])).strip()
+        said = (worker.tail(0, 1500) + "\n".join(worker.noise[-10:])).strip()
         raise InterpreterError(f"{self.session.python} {what}" + (f"; it printed:\n{said}" if said else ""))
 
     def _import(self, worker: Worker, pending: list[ProbeSpec]) -> bool:
         """Wait for the worker's torch import; False when it killed or hung the worker."""
         deadline = time.monotonic() + IMPORT_LIMIT
+        start = 0
         while True:
             event = worker.next_event(deadline - time.monotonic())
             if isinstance(event, dict) and event.get("event") == "imported":
@@ -129,14 +137,15 @@ class Lane:
                     "stderr_tail": None if ok else event.get("output"),
                 }
                 return True
-            if isinstance(event, dict):
-                continue  # the "import" announcement
+            if isinstance(event, dict):  # the "import" announcement
+                start = int(event.get("offset") or 0)
+                continue
             timed_out = event is False
             if timed_out:
                 worker.dump_stacks()
             phrase, sig, _ = describe_exit(worker.kill())
             phrase = f"did not finish within {IMPORT_LIMIT:g} s" if timed_out else phrase
-            tail = read_tail(worker.import_log) or read_tail(worker.stderr_path)
+            tail = worker.tail(start)
             self.blocked = f"importing torch {phrase} in {self.session.python}"
             self.torch_import = {
                 "status": "timeout" if timed_out else "crash",
@@ -160,7 +169,7 @@ class Lane:
     def _drive(self, worker: Worker, pending: list[ProbeSpec]) -> None:
         by_id = {s.id: s for s in pending}
         worker.send(self._jobs(pending))
-        current: tuple[ProbeSpec, float, str] | None = None
+        current: tuple[ProbeSpec, float, int] | None = None
         while pending:
             limit = (
                 self.session.timeout_of(current[0]) - (time.monotonic() - current[1])
@@ -171,7 +180,7 @@ class Lane:
             if isinstance(event, dict):
                 kind = event.get("event")
                 if kind == "start" and event.get("id") in by_id:
-                    current = (by_id[event["id"]], time.monotonic(), event.get("log") or "")
+                    current = (by_id[event["id"]], time.monotonic(), int(event.get("offset") or 0))
                 elif kind == "result" and event.get("id") in by_id:
                     self._record(event["id"], self._outcome(event))
                     pending.remove(by_id[event["id"]])
@@ -184,23 +193,14 @@ class Lane:
                     pending, f"not run: the worker {describe_exit(worker.kill())[0]} between probes"
                 )
                 return
-            spec, started, log = current
-            self._record(spec.id, self._death(worker, spec, time.monotonic() - started, log, event is False))
+            spec, started, offset = current
+            seconds = time.monotonic() - started
+            self._record(spec.id, self._death(worker, spec, seconds, offset, event is False))
             pending.remove(spec)
             return  # the caller starts a fresh worker for what is left
 
     def _jobs(self, pending: list[ProbeSpec]) -> list[dict[str, Any]]:
-        first = self.session.next_serial(len(pending))
-        logdir = Path(self.session.logdir)
-        return [
-            {
-                "id": s.id,
-                "path": str(s.path),
-                "needs": list(s.meta.needs),
-                "log": str(logdir / f"{n:02d}-{s.id}.log"),
-            }
-            for n, s in enumerate(pending, start=first)
-        ]
+        return [{"id": s.id, "path": str(s.path), "needs": list(s.meta.needs)} for s in pending]
 
     def _abandon(self, pending: list[ProbeSpec], message: str) -> None:
         for spec in pending:
@@ -230,7 +230,9 @@ class Lane:
             output=output,
         )
 
-    def _death(self, worker: Worker, spec: ProbeSpec, seconds: float, log: str, timed_out: bool) -> RawResult:
+    def _death(
+        self, worker: Worker, spec: ProbeSpec, seconds: float, offset: int, timed_out: bool
+    ) -> RawResult:
         if timed_out:
             worker.dump_stacks()
             worker.kill()
@@ -239,7 +241,7 @@ class Lane:
                 "timeout",
                 f"no result within {limit:g} s; killed it and every process it started",
                 seconds=seconds,
-                output=read_tail(log) or None,
+                output=worker.tail(offset) or None,
             )
         phrase, sig, code = describe_exit(worker.kill())
         return RawResult(
@@ -248,7 +250,7 @@ class Lane:
             seconds=seconds,
             signal=sig,
             exit_code=code,
-            output=read_tail(log) or None,
+            output=worker.tail(offset) or None,
         )
 
 
@@ -262,18 +264,20 @@ class ProbeSession:
         torch: bool = True,
         timeout: float | None = None,
         startup_limit: float | None = None,
+        memory: int | None = None,
     ) -> None:
         self.python = resolve_python(python)
         self.timeout = timeout
+        self.memory = default_memory_limit() if memory is None else memory
         # a short --timeout also shortens the wait for a hung interpreter, but never below a second
         limit = min(max(timeout, 1.0), STARTUP_LIMIT) if timeout else STARTUP_LIMIT
         self.startup_limit = startup_limit or limit
-        self.logdir = tempfile.mkdtemp(prefix="kbgen-probe-")
+        # kbgen holds the write end and never writes: workers read end of file once kbgen is gone
+        self._lifeline = os.pipe()
         self.failed = threading.Event()
         #: set once the first worker said hello (or could not): the interpreter is checked only once
         self.settled = threading.Event()
         self.hello: dict[str, Any] | None = None
-        self._serial = 0
         self._lock = threading.Lock()
         self._live: set[Worker] = set()
         self._closed = False
@@ -290,7 +294,14 @@ class ProbeSession:
             if self._closed:
                 return None
             try:
-                worker = Worker(self.python, self.logdir, torch=torch, env=env, nice=nice)
+                worker = Worker(
+                    self.python,
+                    torch=torch,
+                    lifeline=self._lifeline[0],
+                    env=env,
+                    nice=nice,
+                    memory=self.memory or None,
+                )
             except OSError as exc:
                 raise InterpreterError(f"cannot start {self.python}: {exc.strerror or exc}") from None
             self._live.add(worker)
@@ -303,12 +314,6 @@ class ProbeSession:
 
     def timeout_of(self, spec: ProbeSpec) -> float:
         return self.timeout if self.timeout else spec.meta.timeout
-
-    def next_serial(self, count: int) -> int:
-        with self._lock:
-            first = self._serial
-            self._serial += count
-            return first
 
     def run(
         self, specs: list[ProbeSpec], on_result: Callable[[str, RawResult], None] | None = None
@@ -327,7 +332,9 @@ class ProbeSession:
         self.lanes["plain"].nice = scout
         threads = [
             threading.Thread(
-                target=self._run_lane, args=(name, plan[name], errors, scout and name == "plain")
+                target=self._run_lane,
+                args=(name, plan[name], errors, scout and name == "plain"),
+                daemon=True,  # an interrupted run must not wait for them at exit
             )
             for name in plan
             if plan[name]
@@ -362,12 +369,15 @@ class ProbeSession:
             self.settled.set()
 
     def close(self) -> None:
-        """Kill every worker still running (and all they started) and remove the logs."""
+        """Kill every worker still running (and all they started) and remove their scratch folders."""
         with self._lock:
+            if self._closed:
+                return
             self._closed = True
             live, self._live = list(self._live), set()
         for worker in live:
             worker.abandon()
         for lane in self.lanes.values():
             lane.worker = None
-        shutil.rmtree(self.logdir, ignore_errors=True)
+        for fd in self._lifeline:
+            os.close(fd)

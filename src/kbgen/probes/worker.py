@@ -3,11 +3,17 @@
 It is started as a script (``python worker.py``), so the interpreter under test needs neither kbgen
 nor pydantic, and it keeps to syntax Python 3.8 understands. Protocol:
 
-- kbgen writes one JSON object per line on stdin: ``{"id", "path", "needs", "log"}``, then closes it.
+- kbgen writes one JSON object per line on stdin: ``{"id", "path", "needs"}``, then closes it.
 - the worker answers on its original stdout with lines starting ``@@kbgen@@ `` followed by JSON:
   ``hello``, then (torch lane) ``import``/``imported``, then per probe ``start`` and ``result``.
-- everything a probe prints (stdout and stderr, at the file-descriptor level) goes to the probe's own
-  log file, so stray output cannot corrupt the protocol and a crash leaves its last words behind.
+- everything printed (stdout and stderr, at the file-descriptor level) goes to fd 2, a file with no
+  name that kbgen holds open: stray output cannot corrupt the protocol, a crash leaves its last
+  words behind, and no probe can delete it. ``start`` says where in it the probe's output begins.
+
+The worker cleans up after itself: it is a child subreaper, so every process a probe starts stays
+in its tree even after ``setsid()`` and a double fork; when kbgen dies (``PR_SET_PDEATHSIG``, or the
+``--lifeline`` pipe reaching end of file) it kills that tree, removes its scratch folder (its cwd)
+and exits. ``--memory BYTES`` caps the data memory of the worker and everything it starts.
 
 With ``--torch`` it imports torch once, before the first probe, so probes share that cost. When
 ``KBGEN_TORCH_BLOCKED`` is set (importing torch killed an earlier worker), ``import torch`` raises
@@ -21,6 +27,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 
@@ -29,6 +36,7 @@ TAIL = 4000
 SCALARS = (str, int, float, bool, type(None))
 MESSAGE_LIMIT = 4000  # a result is a summary; long text belongs in the probe's output
 FACT_LIMIT = 1000
+MEMORY_CAP = {"bytes": 0}  # set by --memory
 
 
 def _emit(channel, event, **data):
@@ -37,27 +45,79 @@ def _emit(channel, event, **data):
     channel.flush()
 
 
-def _redirect(path):
-    """Point fds 1 and 2 at ``path`` (the current probe's log)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-
-
-def _tail(path):
+def _offset():
+    """Where the next output lands in the output file (fd 2)."""
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL))
-            return handle.read().decode("utf-8", "replace")
+        return os.fstat(2).st_size
     except OSError:
+        return 0
+
+
+def read_tail(fd, start, limit=TAIL):
+    """The last ``limit`` bytes written to ``fd`` since ``start`` (pread: no shared offset moves)."""
+    try:
+        size = os.fstat(fd).st_size
+        begin = max(start, size - limit)
+        return os.pread(fd, max(0, size - begin), begin).decode("utf-8", "replace")
+    except (OSError, ValueError):
         return ""
+
+
+def _tail(start):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return read_tail(2, start)
+
+
+def _ppids():
+    """{pid: (parent pid, state)} for every process in /proc (empty where there is no /proc)."""
+    table = {}  # type: dict[int, tuple[int, bytes]]
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/" + name + "/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        table[int(name)] = (int(fields[1]), fields[0])
+    return table
+
+
+def descendants(root):
+    """Every live process below ``root`` (zombies left out: they cannot do anything any more)."""
+    table = _ppids()
+    children = {}  # type: dict[int, list[int]]
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for kid in children.get(todo.pop(), ()):
+            if kid not in found:
+                found.append(kid)
+                todo.append(kid)
+    return [pid for pid in found if table[pid][1] not in (b"Z", b"X")]
+
+
+def kill_descendants(root, rounds=50):
+    """SIGKILL everything below ``root``, again and again while new processes appear."""
+    for attempt in range(rounds):
+        alive = descendants(root)
+        if not alive:
+            return
+        for pid in alive:
+            try:  # noqa: SIM105 (contextlib is one more import in every worker)
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if attempt:
+            time.sleep(0.01)
 
 
 class _Blocker:
@@ -72,9 +132,9 @@ class _Blocker:
         return None
 
 
-def _import_torch(channel, log):
-    _redirect(log)
-    _emit(channel, "import", module="torch", log=log)
+def _import_torch(channel):
+    start = _offset()
+    _emit(channel, "import", module="torch", offset=start)
     started = time.perf_counter()
     # torch's import builds hundreds of thousands of objects; the cyclic collector would keep
     # rescanning them mid-import (about a tenth of the import time). Nothing cyclic is freed late.
@@ -90,7 +150,7 @@ def _import_torch(channel, log):
             ok=False,
             error=error,
             seconds=time.perf_counter() - started,
-            output=_tail(log),
+            output=_tail(start),
         )
         return None, error
     finally:
@@ -149,8 +209,8 @@ def _run_one(job):
 
 
 def _probe(channel, job, torch_state):
-    _redirect(job["log"])
-    _emit(channel, "start", id=job["id"], log=job["log"])
+    start = _offset()
+    _emit(channel, "start", id=job["id"], offset=start)
     started = time.perf_counter()
     reason = _unmet(job.get("needs") or [], torch_state)
     if reason:
@@ -160,12 +220,15 @@ def _probe(channel, job, torch_state):
         raw = _run_one(job)
         result, problem = _clean(raw)
         if problem:
-            printed = _tail(job["log"]).strip()
+            printed = _tail(start).strip()
             if printed:
                 problem += f" (it printed {printed[-120:]!r}; return the result dict instead of printing it)"
             result = {"status": "error", "message": problem}
     except SystemExit as exc:
         result = {"status": "error", "message": f"the probe called sys.exit({exc.code!r})"}
+    except MemoryError:
+        traceback.print_exc()
+        result = {"status": "error", "message": _out_of_memory()}
     except BaseException as exc:
         traceback.print_exc()
         last = str(exc).strip().splitlines()
@@ -176,17 +239,98 @@ def _probe(channel, job, torch_state):
         id=job["id"],
         seconds=time.perf_counter() - started,
         result=result,
-        output=_tail(job["log"]),
+        output=_tail(start),
     )
+
+
+def _out_of_memory():
+    if MEMORY_CAP["bytes"]:
+        cap = "%.0f MiB" % (MEMORY_CAP["bytes"] / 2**20)
+        return "out of memory: the probe needed more than its memory cap of " + cap + " (--memory-limit)"
+    return "out of memory (MemoryError)"
+
+
+def _option(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def _cap_memory(limit):
+    """Cap the data memory (heap and private mappings; not the address space CUDA reserves)."""
+    try:
+        import resource
+    except ImportError:
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    except (ValueError, OSError):
+        return
+    MEMORY_CAP["bytes"] = limit
+
+
+def _bail(scratch):
+    """kbgen is gone: take every process this worker started with it, and the scratch folder."""
+    kill_descendants(os.getpid())
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
+    os._exit(1)
+
+
+def _wait_for_eof(fd, scratch):
+    """kbgen holds the write end of this pipe and never writes: end of file means it is gone."""
+    try:
+        if os.read(fd, 1):
+            return
+    except OSError:  # a probe closed the descriptor
+        return
+    _bail(scratch)
+
+
+def _death_signal():
+    """Have Linux send SIGTERM when kbgen exits; False where that cannot be arranged."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of probes stay ours to kill
+        return libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(argv):
+    """Exit with the whole tree when kbgen exits, however it exits (SIGKILL included)."""
+    scratch = _option(argv, "--scratch")
+    signal.signal(signal.SIGTERM, lambda signum, frame: _bail(scratch))
+    lifeline = _option(argv, "--lifeline")
+    if lifeline is None:
+        return
+    fd = int(lifeline)
+    os.set_inheritable(fd, False)
+    if not _death_signal():  # the pipe is the only watch: a thread waits for its end
+        threading.Thread(target=_wait_for_eof, args=(fd, scratch), daemon=True).start()
+        return
+    import select
+
+    if select.select([fd], [], [], 0)[0]:  # kbgen died before the death signal was set up
+        _wait_for_eof(fd, scratch)
 
 
 def main(argv):
     # Running as a script put this folder first on sys.path; probes must not import our siblings.
     here = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # noqa: PTH100
+    _watch_parent(argv)
+    memory = _option(argv, "--memory")
+    if memory:
+        _cap_memory(int(memory))
     if "--nice" in argv and hasattr(os, "nice"):
         os.nice(10)  # leave the CPU to the worker importing torch: it is the one everybody waits for
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # from here on, whatever anyone prints goes to the output file
     faulthandler.enable(file=sys.stderr, all_threads=True)
     if hasattr(signal, "SIGUSR1"):  # on timeout kbgen sends SIGUSR1 first: the stack shows where it hung
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
@@ -196,7 +340,7 @@ def main(argv):
         sys.meta_path.insert(0, _Blocker(blocked))
     torch_state = {"module": None, "error": blocked or "not imported"}
     if "--torch" in argv and not blocked:
-        torch_state["module"], torch_state["error"] = _import_torch(channel, argv[argv.index("--torch") + 1])
+        torch_state["module"], torch_state["error"] = _import_torch(channel)
     # Read every job first, then detach stdin: a probe that reads stdin must not eat the job list.
     jobs = [json.loads(line) for line in sys.stdin if line.strip()]
     null = os.open(os.devnull, os.O_RDONLY)
