@@ -233,6 +233,8 @@ def _probe(channel, job, torch_state):
         traceback.print_exc()
         last = str(exc).strip().splitlines()
         result = {"status": "error", "message": f"{type(exc).__name__}: {last[0] if last else ''}"}
+        if MEMORY_CAP["bytes"] and "can't allocate memory" in str(exc):  # torch's CPU allocator
+            result["message"] = _out_of_memory()
     _emit(
         channel,
         "result",
