@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.table import Table
@@ -54,25 +54,20 @@ class LiveTable:
             self.done[probe_id] = result
         self._live.refresh()
 
-    def _render(self) -> Table:
+    def _render(self) -> Group:
         with self._lock:
             done = dict(self.done)
         elapsed = time.monotonic() - self.started
-        table = Table(
-            title=f"Probes: {len(done)} of {len(self.specs)} done, {elapsed:.1f} s",
-            title_justify="left",
-            box=None,
-            show_header=False,
-            pad_edge=False,
-        )
+        title = Text(f"Probes: {len(done)} of {len(self.specs)} done, {elapsed:.1f} s", style="bold")
+        table = Table(box=None, show_header=False, pad_edge=False, expand=True)
         table.add_column("probe", no_wrap=True)
         table.add_column("status", no_wrap=True)
         table.add_column("result", no_wrap=True, overflow="ellipsis", ratio=1)
         for spec in self.specs:
             got = done.get(spec.id)
             if got is None:
-                table.add_row(spec.id, self._spinner, Text("running", style="dim"))
+                table.add_row(spec.id, self._spinner, Text("pending", style="dim"))
                 continue
             first = got.message.strip().splitlines()[0] if got.message.strip() else ""
             table.add_row(spec.id, Text(got.status, style=self.colours.get(got.status, "")), first)
-        return table
+        return Group(title, table)
