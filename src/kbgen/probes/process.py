@@ -130,9 +130,10 @@ class Worker:
 
     def tail(self, start: int = 0, limit: int = 4000) -> str:
         """The end of what was printed since ``start`` (an offset from a ``start`` event)."""
-        if self.output.closed:
+        try:
+            return read_tail(self.output.fileno(), start, limit)
+        except ValueError:  # closed: the run was interrupted and the worker removed
             return ""
-        return read_tail(self.output.fileno(), start, limit)
 
     def _read(self) -> None:
         """Runs in its own thread, which alone owns the worker's stdout (and closes it at the end)."""
