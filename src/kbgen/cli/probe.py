@@ -110,18 +110,12 @@ def probe(
         _print_list(ctx)
         return
     from kbgen.probes.process import Interrupted, stop_on_signals
-    from kbgen.probes.runner import ProbeSession
 
-    # Start the torch worker first: its import of torch then overlaps with loading the KB here.
-    wants_torch = bug_id is not None or not ids or not set(ids) <= PLAIN_BUILTINS
-    live = not as_json and sys.stdout.isatty()
     try:
         with stop_on_signals():
-            session = ProbeSession(python, torch=wants_torch, timeout=timeout, memory=memory)
-            try:
-                report, fill = _run(ctx, session, list(ids), bug_id, redact_paths, live)
-            finally:
-                session.close()
+            report, fill = _run_session(
+                ctx, list(ids), bug_id, python, timeout, memory, redact_paths, as_json
+            )
     except Interrupted as stop:
         click.echo(f"Interrupted by {stop.name}: stopped every probe.", err=True)
         ctx.exit(128 + stop.signum)
@@ -134,6 +128,29 @@ def probe(
         raise ProbeError(f"the interpreter cannot run probes: {report.interpreter_error}")
     if fill is not None:
         _fill(*fill, report, as_json)
+
+
+def _run_session(
+    ctx: click.Context,
+    ids: list[str],
+    bug_id: str | None,
+    python: str | None,
+    timeout: float | None,
+    memory: int | None,
+    redact_paths: bool,
+    as_json: bool,
+) -> tuple[ProbeReport, tuple[Entry, Any] | None]:
+    """Start the session, run the probes and always stop every worker, whatever happens."""
+    from kbgen.probes.runner import ProbeSession
+
+    # Start the torch worker first: its import of torch then overlaps with loading the KB here.
+    wants_torch = bug_id is not None or not ids or not set(ids) <= PLAIN_BUILTINS
+    live = not as_json and sys.stdout.isatty()
+    session = ProbeSession(python, torch=wants_torch, timeout=timeout, memory=memory)
+    try:
+        return _run(ctx, session, ids, bug_id, redact_paths, live)
+    finally:
+        session.close()
 
 
 def _run(

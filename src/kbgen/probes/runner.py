@@ -140,31 +140,26 @@ class Lane:
             if isinstance(event, dict):  # the "import" announcement
                 start = int(event.get("offset") or 0)
                 continue
-            timed_out = event is False
-            if timed_out:
-                worker.dump_stacks()
-            phrase, sig, _ = describe_exit(worker.kill())
-            phrase = f"did not finish within {IMPORT_LIMIT:g} s" if timed_out else phrase
-            tail = worker.tail(start)
-            self.blocked = f"importing torch {phrase} in {self.session.python}"
-            self.torch_import = {
-                "status": "timeout" if timed_out else "crash",
-                "signal": sig,
-                "message": self.blocked,
-                "stderr_tail": tail,
-            }
-            for spec in [s for s in pending if "torch" in s.meta.needs or "cuda" in s.meta.needs]:
-                self._record(
-                    spec.id,
-                    RawResult(
-                        "timeout" if timed_out else "crash",
-                        self.blocked + "; probe not run",
-                        signal=sig,
-                        output=tail,
-                    ),
-                )
-                pending.remove(spec)
+            self._import_failed(worker, pending, start, timed_out=event is False)
             return False
+
+    def _import_failed(
+        self, worker: Worker, pending: list[ProbeSpec], start: int, *, timed_out: bool
+    ) -> None:
+        """Importing torch killed or hung the worker: block it for the next ones, fail its probes."""
+        if timed_out:
+            worker.dump_stacks()
+        phrase, sig, _ = describe_exit(worker.kill())
+        phrase = f"did not finish within {IMPORT_LIMIT:g} s" if timed_out else phrase
+        tail = worker.tail(start)
+        self.blocked = f"importing torch {phrase} in {self.session.python}"
+        status = "timeout" if timed_out else "crash"
+        self.torch_import = {"status": status, "signal": sig, "message": self.blocked, "stderr_tail": tail}
+        for spec in [s for s in pending if "torch" in s.meta.needs or "cuda" in s.meta.needs]:
+            self._record(
+                spec.id, RawResult(status, self.blocked + "; probe not run", signal=sig, output=tail)
+            )
+            pending.remove(spec)
 
     def _drive(self, worker: Worker, pending: list[ProbeSpec]) -> None:
         by_id = {s.id: s for s in pending}
