@@ -184,9 +184,10 @@ class Lane:
                     self._abandon(pending, "not run: the worker finished without it")
                 continue
             if current is None:  # died or stalled between probes: nothing to blame, stop this worker
-                self._abandon(
-                    pending, f"not run: the worker {describe_exit(worker.kill())[0]} between probes"
-                )
+                phrase = describe_exit(worker.kill())[0]
+                if event is False:  # kbgen killed it: say so, not what the kill looked like
+                    phrase = f"stalled for {GAP_LIMIT:g} s and was stopped"
+                self._abandon(pending, f"not run: the worker {phrase} between probes")
                 return
             spec, started, offset = current
             seconds = time.monotonic() - started
