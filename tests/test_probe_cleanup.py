@@ -124,7 +124,8 @@ def test_workers_exit_when_kbgen_is_killed(kb_project: Path, tmpdir_env: dict[st
     workers = workers_of(tmpdir_env["TMPDIR"])
     kbgen.kill()
     kbgen.wait(timeout=30)
-    assert gone_within(workers + probe_pids, 5) == []
+    # a worker importing torch handles the death signal between two imports: allow for a busy machine
+    assert gone_within(workers + probe_pids, 10) == []
     assert workers_of(tmpdir_env["TMPDIR"]) == []
     deadline = time.monotonic() + 5  # the last worker removes its scratch folder on its way out
     while list(Path(tmpdir_env["TMPDIR"]).iterdir()) and time.monotonic() < deadline:

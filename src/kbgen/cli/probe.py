@@ -105,6 +105,7 @@ def probe(
       kbgen probe --fill BUG-20251109-002  # run the bug's probes, write the results into it
       kbgen probe --python .venv/bin/python --fill BUG-20251109-002
       kbgen probe --list                   # what each probe checks
+      kbgen probe --memory-limit 4G        # cap each probe's memory at 4 GiB
     """
     if list_only:
         _print_list(ctx)
