@@ -88,10 +88,11 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/AlexeyAB/darknet/issues/802
         "   29 CUDA Error: out of memory",
         # https://github.com/ruoqianguo/DetNet_pytorch/issues/10
-        "RuntimeError: cuda runtime error (2) : out of memory at /opt/conda/conda-bld/pytorch_1513363039688/work/"
-        "torch/lib/THC/generic/THCStorage.cu:58",
+        "RuntimeError: cuda runtime error (2) : out of memory at "
+        "/opt/conda/conda-bld/pytorch_1513363039688/work/torch/lib/THC/generic/THCStorage.cu:58",
         # https://github.com/houqb/DSS/issues/25
-        "F0304 14:26:21.611594  4889 syncedmem.cpp:71] Check failed: error == cudaSuccess (2 vs. 0)  out of memory",
+        "F0304 14:26:21.611594  4889 syncedmem.cpp:71] Check failed: error == cudaSuccess (2 vs. 0)  "
+        "out of memory",
         # https://github.com/junjie18/CMT/issues/15
         "cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.",
         # https://github.com/NVIDIA/TensorRT-LLM/issues/1670
