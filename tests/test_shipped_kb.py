@@ -41,6 +41,8 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/laughtervv/DepthAwareCNN/issues/12
         "RuntimeError: cuda runtime error (77) : an illegal memory access was encountered at "
         "/pytorch/aten/src/THC/generic/THCTensorCopy.c:20",
+        # https://github.com/Dao-AILab/flash-attention/issues/1311
+        'Thread 137 "pt_autograd_0" received signal CUDA_EXCEPTION_14, Warp Illegal Address.',
     ],
     "cuda-illegal-instruction": [
         # https://github.com/lllyasviel/Fooocus/issues/530
@@ -62,6 +64,12 @@ EXAMPLES: dict[str, list[str]] = {
         "Fatal Python error: Illegal instruction",
         # https://github.com/pytorch/pytorch/issues/2617 (title)
         '"Illegal instruction: 4" using pip version for OS X',
+        # https://github.com/pytorch/pytorch/issues/27627
+        "==39767== valgrind: Unrecognised instruction at address 0x1157715a9.",
+        # https://github.com/pytorch/pytorch/issues/27627
+        "vex amd64->IR: unhandled instruction bytes: 0xC5 0xF8 0x57 0xC0 0xC5 0xF8 0x29 0x45 0xE0 0x48",
+        # https://github.com/pytorch/pytorch/issues/176993
+        "DEBUG Command exited with signal: Some(4)",
     ],
     "cuda-out-of-memory": [
         # https://github.com/pytorch/pytorch/issues/16417
@@ -77,6 +85,18 @@ EXAMPLES: dict[str, list[str]] = {
         "torch.AcceleratorError: CUDA error: out of memory",
         # https://github.com/rapidsai/dask-cuda/issues/225
         "numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY",
+        # https://github.com/AlexeyAB/darknet/issues/802
+        "   29 CUDA Error: out of memory",
+        # https://github.com/ruoqianguo/DetNet_pytorch/issues/10
+        "RuntimeError: cuda runtime error (2) : out of memory at "
+        "/opt/conda/conda-bld/pytorch_1513363039688/work/torch/lib/THC/generic/THCStorage.cu:58",
+        # https://github.com/houqb/DSS/issues/25
+        "F0304 14:26:21.611594  4889 syncedmem.cpp:71] Check failed: error == cudaSuccess (2 vs. 0)  "
+        "out of memory",
+        # https://github.com/junjie18/CMT/issues/15
+        "cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.",
+        # https://github.com/NVIDIA/TensorRT-LLM/issues/1670
+        "VM-0-16-ubuntu:392:494 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'",
     ],
     "cuda-device-side-assert": [
         # https://github.com/layumi/Person_reID_baseline_pytorch/issues/372
@@ -177,6 +197,11 @@ EXAMPLES: dict[str, list[str]] = {
         "Collective WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1000000) "
         "raised the following async exception: NCCL error: unhandled system error (run with "
         "NCCL_DEBUG=INFO for details), NCCL version 2.25.1",
+        # https://github.com/NVIDIA/nccl-tests/issues/166
+        "ubuntu:9621:9688 [3] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
+        "/dev/shm/nccl-KWfVyt (size 5967872)",
+        # https://github.com/NVIDIA/nccl-tests/issues/166
+        "ubuntu:9621:9688 [3] NCCL INFO transport/shm.cc:114 -> 2",
     ],
     "cuda-launch-failure": [
         # https://github.com/XPixelGroup/BasicSR/issues/211
@@ -258,6 +283,18 @@ EXAMPLES: dict[str, list[str]] = {
         "with the `init_timeout` setting: `wandb.init(settings=wandb.Settings(init_timeout=120))`.",
         # https://github.com/numpy/numpy/issues/24290
         ' File "<frozen importlib._bootstrap>", line 1027, in _find_and_load',
+        # https://github.com/numpy/numpy/issues/24290
+        " Thread MainThread  (daemon: False)",
+        # https://github.com/instana/python-sensor/issues/377
+        "Current thread 0x00007fbe8a4f0740 (most recent call first):",
+        # https://github.com/instana/python-sensor/issues/377
+        '  File "<frozen importlib._bootstrap>", line 971 in _find_and_load',
+        # https://github.com/rwth-i6/returnn/issues/1756
+        'Thread 3396640 (idle): "MainThread"',
+        # https://github.com/rwth-i6/returnn/issues/1756
+        "    is_available (torch/cuda/__init__.py:129)",
+        # https://github.com/wandb/wandb/issues/3223
+        "KeyboardInterrupt",
         # https://github.com/tinygrad/tinygrad/pull/18190
         "Timeout (0:00:01)!",
     ],

@@ -1,14 +1,20 @@
 """Triage against the shipped KB on a labelled set of real logs from public issue threads.
 
 tests/data/logs/manifest.json maps each log file to its label (the error type a person
-reading the thread would name) and the thread it was taken from. This is the one place the
-tests use the shipped kb/: the figures measure the KB's signatures as much as the matcher.
+reading the thread would name, or null for a non-CUDA error that must match nothing), the
+thread it was taken from, and its split. The split is a rule on the file name, fixed before
+the signatures were tuned (see tests/data/logs/README.md): signatures are tuned by looking at
+failures on `tune` logs only, and the `heldout` logs measure how well they generalise. This is
+the one place the tests use the shipped kb/: the figures measure the KB's signatures as much as
+the matcher.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -21,6 +27,33 @@ REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
 ERROR_TYPES = REQUIRED_ERROR_IDS
+SPLITS = ("tune", "heldout")
+
+#: top-1 on the held-out split when the signatures were last tuned (51 of 54 logs); it may only rise
+HELDOUT_TOP1 = 0.944
+#: the tune split is what the signatures were written against
+TUNE_TOP1 = 0.95
+
+
+def heldout_by_rule(name: str) -> bool:
+    return int(hashlib.sha256(name.encode("utf-8")).hexdigest(), 16) % 3 == 0
+
+
+@dataclass
+class Figures:
+    logs: int = 0
+    top1: int = 0
+    top3: int = 0
+    negatives: int = 0
+    false_matches: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+
+    def line(self, split: str) -> str:
+        return (
+            f"{split}: top-1 {self.top1 / self.logs:.3f} ({self.top1}/{self.logs}), "
+            f"top-3 {self.top3 / self.logs:.3f} ({self.top3}/{self.logs}), "
+            f"false matches on negatives {len(self.false_matches)}/{self.negatives}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -30,37 +63,64 @@ def shipped_kb() -> Kb:
     return kb
 
 
+@pytest.fixture(scope="module")
+def figures(shipped_kb: Kb) -> dict[str, Figures]:
+    result = {split: Figures() for split in SPLITS}
+    for name, info in sorted(MANIFEST.items()):
+        ranked = [m.error for m in triage_log(str(LOGS / name), shipped_kb).matches]
+        fig = result[info["split"]]
+        if info["label"] is None:
+            fig.negatives += 1
+            if ranked:
+                fig.false_matches.append(f"{name}: matched {ranked[:3]}")
+            continue
+        fig.logs += 1
+        fig.top1 += ranked[:1] == [info["label"]]
+        fig.top3 += info["label"] in ranked[:3]
+        if ranked[:1] != [info["label"]]:
+            fig.misses.append(f"{name}: expected {info['label']}, got {ranked[:3]}")
+    return result
+
+
 def test_corpus_is_complete_and_sourced() -> None:
     files = {p.name for p in LOGS.glob("*.log")}
     assert files == set(MANIFEST), "every log is listed in manifest.json and every listed log exists"
     for name, info in MANIFEST.items():
         assert info["source"].startswith("https://github.com/"), name
-        assert info["label"] in ERROR_TYPES, name
-    per_type = Counter(info["label"] for info in MANIFEST.values())
-    assert {t: n for t, n in per_type.items() if n < 3} == {}
+        assert info["label"] is None or info["label"] in ERROR_TYPES, name
+        assert info["split"] in SPLITS, name
+    per_type = Counter(info["label"] for info in MANIFEST.values() if info["label"])
+    assert {t: n for t, n in per_type.items() if n < 5} == {}
     assert set(per_type) == ERROR_TYPES
+    assert sum(info["label"] is None for info in MANIFEST.values()) >= 30
 
 
-def test_top1_and_top3_accuracy(shipped_kb: Kb, capsys: pytest.CaptureFixture[str]) -> None:
-    misses = []
-    top1 = top3 = 0
-    for name, info in sorted(MANIFEST.items()):
-        ranked = [m.error for m in triage_log(str(LOGS / name), shipped_kb).matches]
-        top1 += ranked[:1] == [info["label"]]
-        top3 += info["label"] in ranked[:3]
-        if ranked[:1] != [info["label"]]:
-            misses.append(f"{name}: expected {info['label']}, got {ranked[:3]}")
-    total = len(MANIFEST)
-    figures = (
-        f"triage accuracy on {total} logs: top-1 {top1 / total:.3f} ({top1}/{total}), "
-        f"top-3 {top3 / total:.3f} ({top3}/{total})"
-    )
+def test_split_follows_the_file_name_rule() -> None:
+    # no log can be moved into or out of the held-out split by hand: the rule decides for every
+    # log added with the split; the logs that predate it are tune (signatures were written on them)
+    for name, info in MANIFEST.items():
+        expected = "tune" if info.get("before_split") else ("heldout" if heldout_by_rule(name) else "tune")
+        assert info["split"] == expected, name
+    assert sum(info["split"] == "heldout" for info in MANIFEST.values()) >= 60
+
+
+def test_top1_and_top3_accuracy_on_both_splits(
+    figures: dict[str, Figures], capsys: pytest.CaptureFixture[str]
+) -> None:
     with capsys.disabled():
-        print(f"\n{figures}")
-        for miss in misses:
-            print(f"  miss: {miss}")
-    assert top1 / total >= 0.90, figures
-    assert top3 >= top1
+        print()
+        for split in SPLITS:
+            print(f"triage accuracy, {figures[split].line(split)}")
+        for miss in figures["tune"].misses:
+            print(f"  tune miss: {miss}")
+    tune, heldout = figures["tune"], figures["heldout"]
+    assert tune.top1 / tune.logs >= TUNE_TOP1, tune.line("tune")
+    assert heldout.top1 / heldout.logs >= HELDOUT_TOP1, heldout.line("heldout")
+    assert tune.top3 >= tune.top1 and heldout.top3 >= heldout.top1
+
+
+def test_no_false_matches_on_non_cuda_errors(figures: dict[str, Figures]) -> None:
+    assert figures["tune"].false_matches + figures["heldout"].false_matches == []
 
 
 def test_every_shipped_error_type_is_exercised(shipped_kb: Kb) -> None:
