@@ -45,6 +45,12 @@ COLOURS = {
     metavar="SECONDS",
     help="Time limit for every probe, overriding each probe's own.",
 )
+@click.option(
+    "--from-fleet",
+    "node",
+    metavar="NODE",
+    help="With --fill: take the results from NODE's newest fleet report instead of running probes here.",
+)
 @click.option("--redact-paths", is_flag=True, help="Write the home folder as ~ and the user name as <user>.")
 @click.pass_context
 def probe(
@@ -56,6 +62,7 @@ def probe(
     list_only: bool,
     timeout: float | None,
     redact_paths: bool,
+    node: str | None,
 ) -> None:
     """Run probes: small checks of this machine, run in child processes.
 
@@ -70,9 +77,13 @@ def probe(
       kbgen probe --fill BUG-20251109-002  # run the bug's probes, write the results into it
       kbgen probe --python .venv/bin/python --fill BUG-20251109-002
       kbgen probe --list                   # what each probe checks
+      kbgen probe --fill BUG-20251109-002 --from-fleet gpu07  # facts from a fleet node
     """
     if list_only:
         _print_list(ctx)
+        return
+    if node is not None:
+        _fill_from_fleet(ctx, node, bug_id, as_json)
         return
     from kbgen.probes.runner import ProbeSession
 
@@ -121,6 +132,26 @@ def _run(
     report = session.run(chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
     report.problems = [p.format() for p in problems]
     return report, fill
+
+
+def _fill_from_fleet(ctx: click.Context, node: str, bug_id: str | None, as_json: bool) -> None:
+    """Fill a bug from a node's newest fleet report: the facts of the machine that failed."""
+    from kbgen.errors import KbgenError
+    from kbgen.fill import plan_fill
+    from kbgen.fleet.store import node_report
+    from kbgen.probes.discovery import scan
+    from kbgen.store import load_kb
+
+    if bug_id is None:
+        raise KbgenError("--from-fleet needs --fill BUG-ID")
+    project = project_of(ctx)
+    report = node_report(project, node)
+    kb = load_kb(project)
+    entry = _bug_entry(kb, bug_id)
+    specs, _ = scan(project)
+    plan = plan_fill(kb, entry.record, specs)
+    _show(report, as_json)
+    _fill(entry, plan, report, as_json)
 
 
 def _project(ctx: click.Context, *, required: bool) -> Project | None:
