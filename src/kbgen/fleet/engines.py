@@ -101,16 +101,13 @@ async def _ssh_one(target: SshTarget, options: SshOptions, now: Clock) -> NodeAt
     def failed(status: str, error: str) -> NodeAttempt:
         return NodeAttempt(node=target.name, engine="ssh", at=now(), status=status, error=error)  # type: ignore[arg-type]
 
-    connect = {
-        "port": target.port or 22,
-        "username": target.user,
-        "client_keys": [options.identity] if options.identity else (),
-        "known_hosts": options.known_hosts or (),
-    }
-    if not options.identity:
-        del connect["client_keys"]
-    if not options.known_hosts:
-        del connect["known_hosts"]
+    connect: dict[str, object] = {"port": target.port or 22}
+    if target.user:
+        connect["username"] = target.user
+    if options.identity:
+        connect["client_keys"] = [options.identity]
+    if options.known_hosts:
+        connect["known_hosts"] = options.known_hosts
 
     async def run() -> asyncssh.SSHCompletedProcess:
         async with asyncssh.connect(target.host, **connect) as conn:
