@@ -132,7 +132,7 @@ _EXIT_MARK = "@@kbgen-exit "
 
 def srun_argv(slurm_args: str, command: str) -> list[str]:
     """One task per node; each prints its node name, the report, then its exit status."""
-    script = f'echo "{_NODE_MARK}${{SLURMD_NODENAME:-$(hostname)}}"; {command}; echo "{_EXIT_MARK}$?"'
+    script = f'echo "{_NODE_MARK}${{SLURMD_NODENAME:-$(hostname)}}"; ( {command} ); echo "{_EXIT_MARK}$?"'
     return ["srun", "--label", "--ntasks-per-node=1", *shlex.split(slurm_args), "sh", "-c", script]
 
 
