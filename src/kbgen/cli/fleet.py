@@ -169,7 +169,7 @@ def _table(views: list[NodeView]) -> str:
     if not views:
         return "no nodes yet: run `kbgen fleet probe` or `kbgen fleet ingest`"
     header = ("node", "status", *_COLUMNS, "drift")
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for view in views:
         marked = {d.fact for d in view.drift}
         cells = [f"{view.facts.get(c, '-')}{' *' if c in marked else ''}" for c in _COLUMNS]
@@ -200,16 +200,6 @@ def _print_attempts(attempts: list[NodeAttempt], as_json: bool) -> None:
 
 
 def _read_text(name: str) -> str:
-    from kbgen.errors import KbgenError
+    from kbgen.fleet.store import read_limited
 
-    path = Path(name)
-    try:
-        if not path.is_file():
-            raise KbgenError(f"{name}: not a regular file")
-        with path.open("rb") as handle:
-            data = handle.read(8 * 1024 * 1024 + 1)
-    except OSError as exc:
-        raise KbgenError(f"{name}: cannot read: {exc.strerror}") from None
-    if len(data) > 8 * 1024 * 1024:
-        raise KbgenError(f"{name}: larger than 8 MiB; not a probe report")
-    return data.decode("utf-8", errors="replace")
+    return read_limited(Path(name), 8 * 1024 * 1024, "a probe report").decode("utf-8", errors="replace")

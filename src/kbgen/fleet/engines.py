@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import shlex
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kbgen.errors import KbgenError
-from kbgen.fleet.model import NodeAttempt
+from kbgen.fleet.model import AttemptStatus, NodeAttempt
 from kbgen.fleet.store import parse_report
 
 DEFAULT_COMMAND = "kbgen probe --json"
@@ -98,8 +99,8 @@ async def _ssh_all(targets: list[SshTarget], options: SshOptions, now: Clock) ->
 async def _ssh_one(target: SshTarget, options: SshOptions, now: Clock) -> NodeAttempt:
     import asyncssh
 
-    def failed(status: str, error: str) -> NodeAttempt:
-        return NodeAttempt(node=target.name, engine="ssh", at=now(), status=status, error=error)  # type: ignore[arg-type]
+    def failed(status: AttemptStatus, error: str) -> NodeAttempt:
+        return NodeAttempt(node=target.name, engine="ssh", at=now(), status=status, error=error)
 
     connect: dict[str, object] = {"port": target.port or 22}
     if target.user:
@@ -187,7 +188,7 @@ def probe_ray(address: str, command: str | None, timeout: float, now: Clock) -> 
     except ImportError:
         raise KbgenError("Ray is not installed", hint="pip install 'kbgen[ray]'") from None
     try:
-        ray.init(address=address, logging_level="ERROR", log_to_driver=False, ignore_reinit_error=True)
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, ignore_reinit_error=True)
     except Exception as exc:  # Ray raises many kinds when no cluster answers
         raise KbgenError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable
 
-from kbgen.fleet.model import Drift, NodeRecord, NodeView
+from kbgen.fleet.model import Drift, NodeHead, NodeView
 from kbgen.probes.report import ProbeReport, Scalar
 
 Facts = dict[str, Scalar]
@@ -120,23 +120,23 @@ def _cpu_only(facts: Facts, majority: Facts) -> Drift | None:
 CHECKS: tuple[Check, ...] = (*(_differs(k) for k in AGREE), _ecc, _xid, _missing_gpu, _arch, _cpu_only)
 
 
-def node_views(records: list[NodeRecord]) -> list[NodeView]:
+def node_views(records: list[NodeHead]) -> list[NodeView]:
     """Every node with its key facts and drift, sorted by host."""
-    facts = {r.node: key_facts(r.report) for r in records if r.report is not None}
-    majority = majorities(facts.values())
+    majority = majorities(r.facts for r in records if r.collected_at is not None)
     views = []
     for record in sorted(records, key=lambda r: r.node):
         attempt = record.last_attempt
-        node_facts = facts.get(record.node, {})
-        drift = [d for d in (check(node_facts, majority) for check in CHECKS) if d is not None]
+        reported = record.collected_at is not None
         views.append(
             NodeView(
                 host=record.node,
-                collected_at=record.report.collected_at if record.report else None,
-                status=attempt.status if attempt else ("ok" if record.report else "unknown"),
+                collected_at=record.collected_at,
+                status=attempt.status if attempt else ("ok" if reported else "unknown"),
                 error=attempt.error if attempt else "",
-                facts=node_facts,
-                drift=drift if record.report else [],
+                facts=record.facts,
+                drift=[d for d in (check(record.facts, majority) for check in CHECKS) if d]
+                if reported
+                else [],
             )
         )
     return views

@@ -37,14 +37,29 @@ class HistoryItem(_Model):
     facts: dict[str, Scalar] = {}
 
 
-class NodeRecord(_Model):
-    """``kb/fleet/<node>.json``: newest report wins; a failed try never erases a good report."""
+class NodeHead(BaseModel):
+    """What ``fleet show`` and the site need of a node file; the full report is not validated."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    model_config = ConfigDict(extra="ignore")
+
     node: str
     engine: str = ""
-    report: ProbeReport | None = None
+    collected_at: dt.datetime | None = None
+    facts: dict[str, Scalar] = {}
     last_attempt: NodeAttempt | None = Field(default=None, description="the newest try, report left out")
+
+
+class NodeRecord(NodeHead):
+    """``kb/fleet/<node>.json``: newest report wins; a failed try never erases a good report.
+
+    ``collected_at`` and ``facts`` are the newest report's, kept on top so a reader of many
+    nodes need not validate every full report.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    report: ProbeReport | None = None
     history: list[HistoryItem] = []
 
 

@@ -7,6 +7,7 @@ whose kbgen is older (or from any engine) cannot bring a secret into the KB.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 
 from kbgen.errors import KbgenError, relpath
 from kbgen.fleet.facts import key_facts
-from kbgen.fleet.model import HISTORY_LIMIT, HistoryItem, NodeAttempt, NodeRecord
+from kbgen.fleet.model import HISTORY_LIMIT, HistoryItem, NodeAttempt, NodeHead, NodeRecord
 from kbgen.probes.report import ProbeReport
 from kbgen.redact import REDACTED, is_secret_name, redact_text
 from kbgen.store import Project, atomic_write
@@ -64,16 +65,27 @@ def parse_report(text: str, origin: str) -> ProbeReport:
         ) from None
 
 
-def read_node(path: Path) -> NodeRecord:
+def read_limited(path: Path, limit: int, what: str) -> bytes:
+    """A regular file's bytes; a KbgenError when it is not one or is larger than ``limit``."""
     try:
+        if not path.is_file():
+            raise KbgenError(f"{relpath(path)}: not a regular file")
         with path.open("rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+            # fstat first: read(limit + 1) would allocate the whole bound for every file
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(min(size, limit) + 1)
     except OSError as exc:
         raise KbgenError(f"{relpath(path)}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_BYTES:
-        raise KbgenError(f"{relpath(path)}: larger than {MAX_BYTES // (1024 * 1024)} MiB; not a node file")
+    if len(data) > limit:
+        raise KbgenError(f"{relpath(path)}: larger than {limit // (1024 * 1024)} MiB; not {what}")
+    return data
+
+
+def read_node(path: Path, model: type[NodeHead] = NodeRecord) -> NodeHead:
+    """A node file as ``model``: the whole record, or only its head (facts, last attempt)."""
+    data = read_limited(path, MAX_BYTES, "a node file")
     try:
-        return NodeRecord.model_validate_json(data)
+        return model.model_validate_json(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
@@ -82,9 +94,10 @@ def read_node(path: Path) -> NodeRecord:
         ) from None
 
 
-def load_nodes(project: Project) -> tuple[list[NodeRecord], list[str]]:
-    """Every node file, plus one message per file that could not be read."""
-    records, problems = [], []
+def load_nodes(project: Project) -> tuple[list[NodeHead], list[str]]:
+    """The head of every node file, plus one message per file that could not be read."""
+    records: list[NodeHead] = []
+    problems: list[str] = []
     folder = fleet_dir(project)
     if not folder.is_dir():
         return [], []
@@ -92,7 +105,7 @@ def load_nodes(project: Project) -> tuple[list[NodeRecord], list[str]]:
         if not path.is_file():
             continue
         try:
-            records.append(read_node(path))
+            records.append(read_node(path, NodeHead))
         except KbgenError as exc:
             problems.append(str(exc))
     return records, problems
@@ -111,7 +124,12 @@ def merge(record: NodeRecord | None, attempt: NodeAttempt) -> NodeRecord:
     newest = record.report is None or report.collected_at >= record.report.collected_at
     update: dict[str, Any] = {"history": history, "last_attempt": summary}
     if newest:
-        update |= {"report": report, "engine": attempt.engine}
+        update |= {
+            "report": report,
+            "engine": attempt.engine,
+            "collected_at": report.collected_at,
+            "facts": item.facts,
+        }
     return record.model_copy(update=update)
 
 
@@ -123,7 +141,7 @@ def save_attempts(project: Project, attempts: list[NodeAttempt]) -> list[Path]:
     for attempt in attempts:
         path = folder / file_name(attempt.node)
         old = read_node(path) if path.is_file() else None
-        record = merge(old, attempt)
+        record = merge(old if isinstance(old, NodeRecord) else None, attempt)
         atomic_write(path, (record.model_dump_json(indent=1, exclude_none=True) + "\n").encode())
         written.append(path)
     return written
@@ -141,6 +159,6 @@ def node_report(project: Project, node: str) -> ProbeReport:
         )
         raise KbgenError(f"no fleet report for node '{node}'", hint=hint)
     record = read_node(path)
-    if record.report is None:
+    if not isinstance(record, NodeRecord) or record.report is None:
         raise KbgenError(f"node '{node}' has no successful report yet", hint="probe it again")
     return record.report
