@@ -161,3 +161,17 @@ def test_from_fleet_names_the_known_nodes_when_one_is_missing(kb_project: Path) 
     invoke("fleet", "ingest", *write_reports(kb_project, [report("gpu07")]))
     code, out = invoke("probe", "--fill", "BUG-20251109-002", "--from-fleet", "gpu99")
     assert code == 1 and "no fleet report for node 'gpu99'" in out and "gpu07" in out
+
+
+def test_a_node_running_another_container_image_drifts(kb_project: Path) -> None:
+    image = "nvcr.io/nvidia/pytorch:24.01"
+    reports = [report(h, system={"container": "docker", "container_image": image}) for h in ("a", "b")]
+    reports.append(
+        report("c", system={"container": "docker", "container_image": "nvcr.io/nvidia/pytorch:23.10"})
+    )
+    invoke("fleet", "ingest", *write_reports(kb_project, reports))
+    drift = drift_of(show_json())
+    assert drift["a"] == [] and drift["b"] == []
+    assert [(d["fact"], d["value"], d["majority"]) for d in drift["c"]] == [
+        ("container", "nvcr.io/nvidia/pytorch:23.10", image)
+    ]

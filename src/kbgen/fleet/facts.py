@@ -41,6 +41,8 @@ def key_facts(report: ProbeReport) -> Facts:
     """The facts the fleet compares, without the ones the node did not report."""
     flat = report.facts()
     facts: Facts = {key: flat[source] for key, source in SOURCES.items() if flat.get(source) is not None}
+    if flat.get("system.container_image"):  # the image says more than "docker"
+        facts["container"] = flat["system.container_image"]
     nccl = next((v for k, v in sorted(flat.items()) if k.startswith("packages.") and "nccl" in k), None)
     if nccl is not None:
         facts["nccl"] = nccl
