@@ -31,7 +31,9 @@ $(BASE): pyproject.toml | $(BIN)/python
 
 $(DEV): pyproject.toml $(BASE)
 	$(BIN)/python -m pip install --quiet -e '.[test]' '$(TORCH)'
+	-@$(BIN)/python -m pip install --quiet -e '.[ray]' || echo "Ray did not install: the Ray fleet test will be skipped"
 	-@sh scripts/ensure-chromium.sh
+	-@sh scripts/ensure-fleet-services.sh
 	@touch $@
 
 serve: $(BASE)

@@ -130,3 +130,26 @@ def test_gpu_probes_on_a_cuda_machine(kb_project: Path) -> None:
     assert results["cuda-smoke"]["status"] == "pass", results["cuda-smoke"]
     assert results["cuda-smoke"]["facts"]["steps_passed"] == 6
     assert results["bce-loss-repro"]["status"] == "pass", results["bce-loss-repro"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("APPTAINER_CONTAINER", "/scratch/images/pytorch-24.01.sif", "pytorch-24.01.sif"),
+        ("SINGULARITY_CONTAINER", "/opt/train.sif", "train.sif"),
+        ("NVIDIA_PYTORCH_VERSION", "24.01", "nvcr.io/nvidia/pytorch:24.01"),
+        ("KBGEN_CONTAINER_IMAGE", "registry.example/train:7", "registry.example/train:7"),
+    ],
+)
+def test_the_container_image_is_named_where_the_runtime_says_it(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: str
+) -> None:
+    for name in (
+        "APPTAINER_CONTAINER",
+        "SINGULARITY_CONTAINER",
+        "NVIDIA_PYTORCH_VERSION",
+        "KBGEN_CONTAINER_IMAGE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, value)
+    assert builtin("system")["_container_image"]() == expected

@@ -158,6 +158,10 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
         for record_id, entry in site.kb.of(kind).items():
             deps = [site.digest(kind, record_id), probes, *dated, *deps_of(site, entry.record)]
             yield _page(kind, record_id, site), fn, (record_id,), deps
+    from kbgen.fleet.pages import plan as fleet_plan
+
+    for uri, title, fleet_fn, args, digest in fleet_plan(site):
+        yield Page(uri, "", None, "fleet", title), fleet_fn, args, [digest, _key(*everything), *dated]
 
 
 def _bug_deps(site: SiteData, bug: Any) -> list[str]:

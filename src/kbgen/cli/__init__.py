@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "build-pages": "site:build_pages",
     "triage": "knowledge:triage",
     "import": "knowledge:import_reports",
+    "fleet": "fleet:fleet",
 }
 
 

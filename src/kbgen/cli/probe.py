@@ -71,6 +71,12 @@ class Size(click.ParamType):
     metavar="SECONDS",
     help="Time limit for every probe, overriding each probe's own.",
 )
+@click.option(
+    "--from-fleet",
+    "node",
+    metavar="NODE",
+    help="With --fill: take the results from NODE's newest fleet report instead of running probes here.",
+)
 @click.option("--redact-paths", is_flag=True, help="Write the home folder as ~ and the user name as <user>.")
 @click.option(
     "--memory-limit",
@@ -90,6 +96,7 @@ def probe(
     timeout: float | None,
     redact_paths: bool,
     memory: int | None,
+    node: str | None,
 ) -> None:
     """Run probes: small checks of this machine, run in child processes.
 
@@ -106,9 +113,13 @@ def probe(
       kbgen probe --python .venv/bin/python --fill BUG-20251109-002
       kbgen probe --list                   # what each probe checks
       kbgen probe --memory-limit 4G        # cap each probe's memory at 4 GiB
+      kbgen probe --fill BUG-20251109-002 --from-fleet gpu07  # facts from a fleet node
     """
     if list_only:
         _print_list(ctx)
+        return
+    if node is not None:
+        _fill_from_fleet(ctx, node, bug_id, as_json)
         return
     from kbgen.probes.process import Interrupted, stop_on_signals
 
@@ -196,6 +207,26 @@ def _run_live(session: ProbeSession, chosen: list[ProbeSpec]) -> ProbeRun:
 
     with LiveTable(chosen, COLOURS) as table:
         return session.run(chosen, on_result=table.finished)
+
+
+def _fill_from_fleet(ctx: click.Context, node: str, bug_id: str | None, as_json: bool) -> None:
+    """Fill a bug from a node's newest fleet report: the facts of the machine that failed."""
+    from kbgen.errors import KbgenError
+    from kbgen.fill import plan_fill
+    from kbgen.fleet.store import node_report
+    from kbgen.probes.discovery import scan
+    from kbgen.store import load_kb
+
+    if bug_id is None:
+        raise KbgenError("--from-fleet needs --fill BUG-ID")
+    project = project_of(ctx)
+    report = node_report(project, node)
+    kb = load_kb(project)
+    entry = _bug_entry(kb, bug_id)
+    specs, _ = scan(project)
+    plan = plan_fill(kb, entry.record, specs)
+    _show(report, as_json)
+    _fill(entry, plan, report, as_json)
 
 
 def _project(ctx: click.Context, *, required: bool) -> Project | None:

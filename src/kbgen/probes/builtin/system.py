@@ -57,6 +57,22 @@ def _container():
     return os.environ.get("container") or "no"  # noqa: SIM112 (systemd-nspawn and podman set it lowercase)
 
 
+def _container_image():
+    """Which image the container runs, where the runtime says so; None elsewhere."""
+    named = os.environ.get("KBGEN_CONTAINER_IMAGE")
+    if named:
+        return named
+    for variable in ("APPTAINER_CONTAINER", "SINGULARITY_CONTAINER"):  # path of the .sif image
+        if os.environ.get(variable):
+            return os.path.basename(os.environ[variable])
+    for line in (_read("/run/.containerenv") or "").splitlines():  # podman: image="..."
+        if line.startswith("image="):
+            return line.split("=", 1)[1].strip('"') or None
+    if os.environ.get("NVIDIA_PYTORCH_VERSION"):  # NVIDIA's NGC PyTorch images
+        return "nvcr.io/nvidia/pytorch:" + os.environ["NVIDIA_PYTORCH_VERSION"]
+    return None
+
+
 def _cgroup_limits():
     """CPU limit (in CPUs) and memory limit (MB) from cgroup v2, else v1; None when unlimited."""
     cpus = memory = None
@@ -145,6 +161,7 @@ def _machine_facts():
         "wsl_dxg": os.path.exists("/dev/dxg"),
         "wsl_lib": os.path.isdir("/usr/lib/wsl/lib"),
         "container": _container(),
+        "container_image": _container_image(),
         "cgroup_cpus": cpus,
         "cgroup_memory_mb": memory,
         "memory_total_mb": _memory_total_mb(),

@@ -1,0 +1,205 @@
+"""``kbgen fleet``: probe every node through Slurm, Ray or ssh; merge reports; show the drift."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from kbgen.cli.common import project_of
+
+if TYPE_CHECKING:
+    from kbgen.fleet.model import NodeAttempt, NodeView
+
+
+@click.group()
+def fleet() -> None:
+    """Probe many GPU nodes and show where they differ.
+
+    \b
+    Examples:
+      kbgen fleet probe --slurm "-p gpu -N 16"   # one srun task per node
+      kbgen fleet probe --ray auto                # one task per alive Ray node
+      kbgen fleet probe --hosts nodes.txt         # ssh to every host in parallel
+      kbgen fleet ingest reports/*.json           # reports made by any other engine
+      kbgen fleet show --fail-on drift            # nodes x key facts, outliers marked
+      kbgen probe --fill BUG-20251109-002 --from-fleet gpu07
+    """
+
+
+@fleet.command("probe")
+@click.option("--slurm", "slurm_args", metavar="ARGS", help='srun arguments, e.g. "-p gpu -N 16".')
+@click.option("--ray", "ray_address", metavar="ADDRESS", help="Ray cluster address ('auto' for the current).")
+@click.option(
+    "--hosts",
+    "hosts_file",
+    type=click.Path(dir_okay=False),
+    help="ssh: '[user@]host[:port] [name]' per line.",
+)
+@click.option("--command", "command", metavar="CMD", help="What each node runs. Default: kbgen probe --json.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1, max=86400),
+    default=600,
+    show_default=True,
+    help="Seconds to wait for the nodes.",
+)
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1, max=1024),
+    default=32,
+    show_default=True,
+    help="ssh: connections open at once.",
+)
+@click.option("--identity", type=click.Path(dir_okay=False), help="ssh: private key file.")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="ssh: known_hosts file to trust.")
+@click.option("--json", "as_json", is_flag=True, help="Print the attempts as JSON.")
+@click.pass_context
+def probe(
+    ctx: click.Context,
+    slurm_args: str | None,
+    ray_address: str | None,
+    hosts_file: str | None,
+    command: str | None,
+    timeout: float,
+    parallel: int,
+    identity: str | None,
+    known_hosts: str | None,
+    as_json: bool,
+) -> None:
+    """Run the probes on every node and store each node's report under kb/fleet/.
+
+    A node that fails, hangs or cannot be reached is recorded as such; its
+    last good report stays. Exit 1 when any node was not probed.
+    """
+    from kbgen import clock
+    from kbgen.errors import KbgenError
+    from kbgen.fleet import engines
+    from kbgen.fleet.store import save_attempts
+
+    chosen = [x for x in (slurm_args, ray_address, hosts_file) if x is not None]
+    if len(chosen) != 1:
+        raise KbgenError("name one engine: --slurm ARGS, --ray ADDRESS or --hosts FILE")
+    project = project_of(ctx)
+    cmd = command or engines.DEFAULT_COMMAND
+    if slurm_args is not None:
+        attempts = engines.probe_slurm(slurm_args, cmd, timeout, clock.now)
+    elif ray_address is not None:
+        attempts = engines.probe_ray(ray_address, command, timeout, clock.now)
+    else:
+        assert hosts_file is not None
+        targets = engines.parse_hosts(_read_text(hosts_file), hosts_file)
+        options = engines.SshOptions(cmd, timeout, parallel, identity, known_hosts)
+        attempts = engines.probe_ssh(targets, options, clock.now)
+    save_attempts(project, attempts)
+    _print_attempts(attempts, as_json)
+    if any(a.status != "ok" for a in attempts):
+        ctx.exit(1)
+
+
+@fleet.command("ingest")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--engine", default="ingest", show_default=True, help="Name of the engine that made them.")
+@click.pass_context
+def ingest(ctx: click.Context, files: tuple[str, ...], engine: str) -> None:
+    """Merge `kbgen probe --json` reports made by any engine (one per node).
+
+    \b
+    Example:
+      for n in $(cat nodes); do ssh $n kbgen probe --json > reports/$n.json; done
+      kbgen fleet ingest reports/*.json
+    """
+    from kbgen.fleet.model import NodeAttempt
+    from kbgen.fleet.store import parse_report, save_attempts
+
+    attempts = []
+    for name in files:
+        report = parse_report(_read_text(name), name)
+        attempts.append(
+            NodeAttempt(node=report.host, engine=engine, at=report.collected_at, status="ok", report=report)
+        )
+    save_attempts(project_of(ctx), attempts)
+    click.echo(f"merged {len(attempts)} report{'s' if len(attempts) != 1 else ''} into kb/fleet/")
+
+
+@fleet.command("show")
+@click.option("--json", "as_json", is_flag=True, help='Print {"nodes": [...]} with facts and drift.')
+@click.option(
+    "--fail-on",
+    type=click.Choice(["drift", "never"]),
+    default="never",
+    show_default=True,
+    help="Exit 1 when any node drifts (for cron and CI).",
+)
+@click.pass_context
+def show(ctx: click.Context, as_json: bool, fail_on: str) -> None:
+    """Nodes x key facts; a value that differs from the fleet, or an unhealthy GPU, is marked."""
+    import json
+
+    from kbgen.fleet.facts import node_views
+    from kbgen.fleet.store import load_nodes
+
+    records, problems = load_nodes(project_of(ctx))
+    for problem in problems:
+        click.echo(f"warning: {problem}", err=True)
+    views = node_views(records)
+    if as_json:
+        data = {"nodes": [v.model_dump(mode="json") for v in views]}
+        click.echo(json.dumps(data, indent=2, allow_nan=False))
+    else:
+        click.echo(_table(views))
+    if fail_on == "drift" and any(v.drift for v in views):
+        ctx.exit(1)
+
+
+#: terminal control characters a host name or fact from a node must not bring to the screen
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    return _CONTROL.sub("?", text)
+
+
+_COLUMNS = ("driver", "cuda_runtime", "torch", "cudnn", "gpu", "gpu_count", "kernel")
+
+
+def _table(views: list[NodeView]) -> str:
+    if not views:
+        return "no nodes yet: run `kbgen fleet probe` or `kbgen fleet ingest`"
+    header = ("node", "status", *_COLUMNS, "drift")
+    rows: list[tuple[str, ...]] = [header]
+    for view in views:
+        marked = {d.fact for d in view.drift}
+        cells = [f"{view.facts.get(c, '-')}{' *' if c in marked else ''}" for c in _COLUMNS]
+        notes = "; ".join(f"{d.fact}: {d.reason}" for d in view.drift) or ""
+        rows.append((view.host, view.status, *cells, notes))
+    widths = [max(len(clean(str(r[i]))) for r in rows) for i in range(len(header) - 1)]
+    lines = [
+        "  ".join(clean(str(c)).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
+        + "  "
+        + clean(str(r[-1]))
+        for r in rows
+    ]
+    drifting = sum(1 for v in views if v.drift)
+    lines.append(f"{len(views)} nodes, {drifting} with drift (* marks the value that differs)")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _print_attempts(attempts: list[NodeAttempt], as_json: bool) -> None:
+    import json
+
+    if as_json:
+        click.echo(json.dumps([a.model_dump(mode="json", exclude={"report"}) for a in attempts], indent=2))
+        return
+    for a in sorted(attempts, key=lambda a: a.node):
+        click.echo(f"{a.node}: {a.status}{': ' + a.error if a.error else ''}")
+    ok = sum(a.status == "ok" for a in attempts)
+    click.echo(f"{ok} of {len(attempts)} nodes probed; reports in kb/fleet/")
+
+
+def _read_text(name: str) -> str:
+    from kbgen.fleet.store import read_limited
+
+    return read_limited(Path(name), 8 * 1024 * 1024, "a probe report").decode("utf-8", errors="replace")
