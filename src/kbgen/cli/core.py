@@ -320,8 +320,8 @@ def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -
 
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
-    old = entry.record.status.value
-    if set_status(entry, Status(new_status), note):
+    old = set_status(entry, Status(new_status), note)
+    if old is not None:
         click.echo(f"{entry.record.id}: {old} -> {new_status}")
     else:
         click.echo(f"{entry.record.id}: already {new_status}")
@@ -344,8 +344,9 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
     from kbgen.store import load_kb
 
     kb = load_kb(project_of(ctx))
-    new_id, path = do_renumber(kb, bug_id, parse_date(day) if day else None)
-    click.echo(f"{bug_id} -> {new_id} {kb.project.rel(path)}")
+    done = do_renumber(kb, bug_id, parse_date(day) if day else None)
+    note = f" ({done.note})" if done.note else ""
+    click.echo(f"{bug_id} -> {done.new_id} {kb.project.rel(done.path)}{note}")
 
 
 @click.command()
