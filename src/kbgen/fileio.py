@@ -59,7 +59,7 @@ def _open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise Unreadable(f"{_kind(info.st_mode)}, not a regular file; only regular files are records")
+        raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
     return fd, info
 
 
