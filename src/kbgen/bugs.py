@@ -184,7 +184,10 @@ def _new_record(**values: Any) -> Bug:
             repr(value) if not isinstance(value, str) or len(value) <= 60 else f"({len(value)} characters)"
         )
         option = _OPTIONS.get(name, name)
-        raise KbgenError(f"{option} {shown}: {first['msg'].lower()}") from None
+        reason = first["msg"].lower()
+        if first["type"] == "string_pattern_mismatch":
+            reason = "not an id (lowercase letters, digits and dashes, like kb/probes/<id>.py)"
+        raise KbgenError(f"{option} {shown}: {reason}") from None
 
 
 def _event(kind: EventKind, **values: Any) -> Event:

@@ -15,6 +15,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,7 @@ except ImportError:  # pragma: no cover - Windows: the exclusive link and the di
 MAX_ENTRY_BYTES = 2 * 1024 * 1024
 #: How long a writer waits for another kbgen process to finish with the same file.
 LOCK_WAIT_S = 60.0
-_HELD: set[str] = set()  # paths this process holds the lock of (flock does not nest per file)
+_HELD = threading.local()  # .paths: the locks this thread holds (flock does not nest per file)
 
 
 class Unreadable(Exception):
@@ -120,7 +121,8 @@ def locked(path: Path) -> Iterator[None]:
     once it holds the lock (the previous holder renamed a new version in) takes that one instead.
     """
     key = os.path.abspath(path)  # noqa: PTH100
-    if fcntl is None or key in _HELD:
+    held: set[str] = _HELD.__dict__.setdefault("paths", set())
+    if fcntl is None or key in held:
         yield
         return
     while True:
@@ -133,11 +135,11 @@ def locked(path: Path) -> Iterator[None]:
         try:
             _acquire(fd, path)
             if info is None or _same_file(path, info):
-                _HELD.add(key)
+                held.add(key)
                 try:
                     yield
                 finally:
-                    _HELD.discard(key)
+                    held.discard(key)
                 return
         finally:
             os.close(fd)
