@@ -48,7 +48,7 @@ def test_concurrent_status_notes_are_all_kept(kb_project: Path) -> None:
     results = [(proc, *proc.communicate(timeout=120)) for proc in procs]
     text = (kb_project / BUG_PATH).read_text()
     succeeded = [note for note, (proc, _, _) in zip(notes, results, strict=True) if proc.returncode == 0]
-    for proc, _, err in results:
+    for _proc, _, err in results:
         assert "Traceback" not in err, err
     for note in succeeded:
         assert note in text, f"reported success, but the note is gone: {note}"
@@ -82,7 +82,7 @@ def test_a_rename_delayed_by_the_first_writer_loses_nothing(
     def write(entry: object, note: str) -> None:
         try:
             set_status(entry, Status.investigating, note)  # type: ignore[arg-type]
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+        except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
 
     a = threading.Thread(target=write, args=(a_entry, "note from A"), name="writer-a")
@@ -102,9 +102,8 @@ def test_an_editor_save_between_read_and_write_is_still_caught(kb_project: Path)
     entry = load_kb(find_project()).bugs[BUG_ID]
     path = kb_project / BUG_PATH
     path.write_text(path.read_text() + "\nSaved by an editor.\n")
-    from kbgen.roundtrip import save_changes
-
     from kbgen.errors import ConflictError
+    from kbgen.roundtrip import save_changes
 
     with pytest.raises(ConflictError, match="changed on disk since kbgen read it; nothing was written"):
         save_changes(entry.source, {"status": Status.fixed})
