@@ -322,9 +322,15 @@ def renumbered_copy(kb: Kb, old: Entry) -> Entry | None:
 
 
 def is_unchanged_copy(old: Entry, new: Entry) -> bool:
-    """``old`` is exactly what ``new`` was before its renumber (its history a prefix of new's)."""
+    """``old`` holds nothing ``new`` lacks: the same body and values, save what renumber changed
+    (id, aliases, updated, one more history event)."""
+    moved = {"id", "aliases", "updated", "history"}
     history = old.record.history
-    return len(history) < len(new.record.history) and new.record.history[: len(history)] == history
+    return (
+        new.record.history[: len(history)] == history
+        and old.record.model_dump(exclude=moved) == new.record.model_dump(exclude=moved)
+        and old.source.body == new.source.body
+    )
 
 
 def _set_aside_leftovers(kb: Kb, claimed: list[Entry]) -> None:
