@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from site_kb import TODAY, make_site_project
 
 from kbgen.cli import cli
 from kbgen.store import find_project, load_kb
+from site_kb import TODAY, make_site_project
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -154,7 +154,8 @@ def test_an_interrupted_renumber_is_reported_and_finished_by_running_it_again(
     code, out = run("renumber", BUG)
     assert (code, out) == (
         0,
-        "BUG-20251109-002 -> BUG-20251109-003 kb/bugs/BUG-20251109-003.md (finished an interrupted renumber)\n",
+        "BUG-20251109-002 -> BUG-20251109-003 kb/bugs/BUG-20251109-003.md "
+        "(finished an interrupted renumber)\n",
     )
     assert sorted(p.name for p in bugs.iterdir()) == ["BUG-20251109-003.md"]
     assert run("validate")[0] == 0
