@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from kbgen import clock
-from kbgen.errors import ConflictError, KbgenError, UnknownIdError
+from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status
 from kbgen.roundtrip import plain, splice, update_entry
@@ -233,6 +233,9 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> Renumbered:
         where = f"; {bug_id} stays with {kb.project.rel(paths[0])}" if paths else ""
         return Renumbered(done.record.id, done.path, f"already renumbered{where}")
     if not paths:
+        broken = [p for p in kb.problems if Path(p.path).name.startswith(bug_id)]
+        if broken:  # the file is there but cannot be read: say why, not "no such bug"
+            raise EntryError(broken, hint="fix the file, then run the renumber again")
         raise UnknownIdError(f"no bug file claims {bug_id}")
     # after a merge two files claim the id: move the one created last, keep the first in place
     from kbgen.store import read_entry
