@@ -211,3 +211,23 @@ def test_renumbering_a_merged_duplicate_twice_moves_only_the_newer_one(kb_projec
     kb = load_kb(find_project())
     assert sorted(kb.bugs) == ["BUG-20251109-002", "BUG-20251109-003"]
     assert not kb.problems
+
+
+def test_aliases_that_name_no_single_bug_are_reported(kb_project: Path) -> None:
+    bugs = kb_project / "kb/bugs"
+    text = (bugs / "BUG-20251109-002.md").read_text()
+    (bugs / "BUG-20251110-001.md").write_text(
+        text.replace("id: BUG-20251109-002", "id: BUG-20251110-001").replace(
+            "tags: [loss]", "tags: [loss]\naliases: [BUG-20251101-001, BUG-20251110-001]"
+        )
+    )
+    (bugs / "BUG-20251109-002.md").write_text(
+        text.replace("tags: [loss]", "tags: [loss]\naliases: [BUG-20251101-001]")
+    )
+    code, out = run("validate")
+    assert code == 1
+    assert "kb/bugs/BUG-20251110-001.md:11: aliases.1: an alias cannot be the bug's own id" in out
+    assert (
+        "kb/bugs/BUG-20251109-002.md:11: aliases.0: BUG-20251101-001 is also an alias of BUG-20251110-001; "
+        "`kbgen show BUG-20251101-001` cannot tell which is meant"
+    ) in out
