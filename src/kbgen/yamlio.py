@@ -165,8 +165,22 @@ def split_frontmatter(text: str) -> tuple[str, int, int]:
 #: Records are a few levels deep; a value nested far deeper is an attack on the parser (libyaml's
 #: composer recurses in C and dies of a stack overflow near 30,000 levels).
 MAX_DEPTH = 64
-_DEEP_INDENT_RE = re.compile(rf"^[ \t-]{{{MAX_DEPTH}}}", re.MULTILINE)
-_ALIAS_RE = re.compile(r"(?:^|[\s\[{,:-])\*[^\s*]")
+#: a line whose indentation (spaces, tabs, '- ', '? ', ': ') is this long may be nested that deep
+_DEEP_INDENT_RE = re.compile(rf"\n[ \t?:-]{{{MAX_DEPTH}}}")
+_STAR_RE = re.compile(r"\*[^\s*,\[\]{}]")
+
+
+def _may_alias(text: str) -> bool:
+    """Is there a ``*name`` where YAML reads an alias: first on a line, after '[', '{' or ',', or
+    after '- ', ': ' or '? '? (A star inside prose, as in ``**bold**`` or ``lib-*.so``, is not.)"""
+    for star in _STAR_RE.finditer(text):
+        end = star.start()
+        before = len(text[max(0, end - 64) : end].rstrip(" \t"))
+        start = max(0, end - 64)
+        prev = text[start + before - 1] if start + before > 0 else "\n"
+        if prev in "\n[{," or (prev in ":?-" and start + before < end):
+            return True
+    return False
 
 
 def _flow_depth(text: str) -> int:
@@ -188,8 +202,10 @@ def check_structure(fm_text: str, first_line: int) -> None:
     The exact check walks libyaml's event stream, which uses no recursion; it runs only when a
     cheap look at the text says it might find something.
     """
-    deep = ("[" in fm_text or "{" in fm_text) and _flow_depth(fm_text) > MAX_DEPTH
-    if not (deep or _DEEP_INDENT_RE.search(fm_text) or ("*" in fm_text and _ALIAS_RE.search(fm_text))):
+    opened = fm_text.count("[") + fm_text.count("{")
+    deep = opened > MAX_DEPTH and _flow_depth(fm_text) > MAX_DEPTH
+    indented = _DEEP_INDENT_RE.search("\n" + fm_text) is not None
+    if not (deep or indented or ("*" in fm_text and _may_alias(fm_text))):
         return
     depth = 0
     anchors: set[str] = set()
