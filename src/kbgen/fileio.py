@@ -249,8 +249,8 @@ def _write_new(path: Path, data: bytes, mode: int, *, replace: bool = False) -> 
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
+        Path(tmp).chmod(mode)  # mkstemp makes it 0600
         if replace:
             os.replace(tmp, path)
         else:

@@ -204,7 +204,7 @@ def _replace(path: Path, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            os.fchmod(handle.fileno(), mode)
+        Path(tmp).chmod(mode)  # mkstemp makes it 0600
         os.replace(tmp, path)
         tmp = ""
     except OSError as exc:
