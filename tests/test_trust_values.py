@@ -323,3 +323,10 @@ def test_a_record_with_a_non_ascii_id_is_a_problem_of_its_file(kb_project: Path)
     assert code == 1
     assert "kb/bugs/BUG-2025110٩-001.md:2: id: String should match pattern" in out
     assert f"{BUG_PATH}:11: related.0: String should match pattern" in out
+
+
+def test_show_of_a_bug_naming_an_unknown_error_type(kb_project: Path) -> None:
+    set_line(kb_project, "error", "no-such-error")
+    code, out = run("show", BUG_ID)
+    assert code == 0, out
+    assert "  error:    no-such-error (no such error type in kb/errors/)\n" in out

@@ -287,7 +287,9 @@ def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
     click.echo(f"  file:     {one_line(kb.project.rel(entry.path))}")
     click.echo(f"  status:   {bug.status.value}    severity: {bug.severity.value}")
     if bug.error:
-        click.echo(f"  error:    {bug.error} ({one_line(kb.errors[bug.error].record.title)})")
+        known = kb.errors.get(bug.error)  # a dangling id is `kbgen validate`'s to report
+        title = one_line(known.record.title) if known else "no such error type in kb/errors/"
+        click.echo(f"  error:    {bug.error} ({title})")
     for label, items in (("suspected", bug.suspected_causes), ("confirmed", bug.confirmed_causes)):
         if items:
             click.echo(f"  {label}: {', '.join(items)}")
