@@ -10,8 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +17,10 @@ from typing import Any
 import yaml
 
 from kbgen import clock
-from kbgen.errors import ConflictError, KbgenError, UnknownIdError, relpath
+from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
+from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status
-from kbgen.roundtrip import plain, save_changes, splice
+from kbgen.roundtrip import plain, splice, update_entry
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
 _MAX_TRIES = 10_000
@@ -42,26 +41,35 @@ class NewBug:
 
 
 def parse_date(value: str) -> dt.date:
-    """Accept ``YYYY-MM-DD`` or ``YYYYMMDD``."""
+    """Accept ``YYYY-MM-DD`` or ``YYYYMMDD`` (ASCII digits only: the date becomes part of an id)."""
     for fmt in ("%Y-%m-%d", "%Y%m%d"):
         try:
-            return dt.datetime.strptime(value, fmt).date()
+            if value.isascii():
+                return dt.datetime.strptime(value, fmt).date()
         except ValueError:
             continue
     raise KbgenError(f"--date {value!r}: expected YYYY-MM-DD")
+
+
+def stamp(day: dt.date) -> str:
+    """``YYYYMMDD`` with the year in four digits (strftime writes year 1 as ``1``)."""
+    return f"{day.year:04d}{day.month:02d}{day.day:02d}"
+
+
+_ID_IN_TEXT = re.compile(r"BUG-[0-9]{8}-[0-9]{3,}")
 
 
 def taken_ids(project: Project) -> set[str]:
     """Every bug id in use: file names, plus aliases (read cheaply, without validation)."""
     taken: set[str] = set()
     for path in entry_files(project.folder("bug")):
-        if match := re.match(r"BUG-\d{8}-\d{3,}", path.stem):
+        if match := _ID_IN_TEXT.match(path.stem):
             taken.add(match.group(0))
         try:
-            head = path.read_text(encoding="utf-8", errors="replace")[:65536]
-        except OSError:
+            head = read_limited(path).decode("utf-8", errors="replace")[:65536]
+        except (OSError, Unreadable):
             continue
-        taken.update(re.findall(r"BUG-\d{8}-\d{3,}", _aliases_block(head)))
+        taken.update(_ID_IN_TEXT.findall(_aliases_block(head)))
     return taken
 
 
@@ -71,11 +79,11 @@ def _aliases_block(text: str) -> str:
 
 
 def _candidates(day: dt.date, taken: set[str]) -> Any:
-    stamp = day.strftime("%Y%m%d")
-    used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == stamp]
+    prefix = stamp(day)
+    used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == prefix]
     start = max(used, default=0) + 1
     for number in range(start, start + _MAX_TRIES):
-        yield f"BUG-{stamp}-{number:03d}"
+        yield f"BUG-{prefix}-{number:03d}"
 
 
 def slugify(title: str, words: int = 6) -> str:
@@ -85,28 +93,6 @@ def slugify(title: str, words: int = 6) -> str:
     ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
     parts = re.findall(r"[a-z0-9]+", ascii_title.lower())[:words]
     return "-".join(parts)[:60].strip("-")
-
-
-@contextmanager
-def _allocation_lock(folder: Path) -> Iterator[None]:
-    """Serialise id allocation between processes on this machine (flock where available)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: the exclusive link alone still protects
-        yield
-        return
-    try:
-        handle = open(folder / ".kbgen-alloc.lock", "a+b")  # noqa: SIM115
-    except OSError as exc:
-        raise KbgenError(
-            f"{relpath(folder)}: cannot write here: {exc.strerror}", hint="check the folder's permissions"
-        ) from None
-    with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def claim_id(project: Project, day: dt.date, render: Any, slug: str = "") -> tuple[str, Path]:
@@ -120,7 +106,7 @@ def claim_id(project: Project, day: dt.date, render: Any, slug: str = "") -> tup
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise KbgenError(f"{project.rel(folder)}: cannot create: {exc.strerror}") from None
-    with _allocation_lock(folder):
+    with locked_folder(folder):  # flock on kb/bugs itself: no lock file is left there
         taken = taken_ids(project)
         for bug_id in _candidates(day, taken):
             path = folder / (f"{bug_id}-{slug}.md" if slug else f"{bug_id}.md")
@@ -152,7 +138,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
     steps = progress_from(kb, new.error)
 
     def render(bug_id: str) -> str:
-        bug = Bug(
+        bug = _new_record(
             id=bug_id,
             title=new.title,
             created=now,
@@ -168,30 +154,88 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
         )
         return str(template.render(bug=bug, error=kb.errors[new.error].record if new.error else None))
 
+    render(f"BUG-{stamp(day)}-001")  # refuse bad values before an id is claimed
     return claim_id(kb.project, day, render, slugify(new.title))
+
+
+#: the command-line option behind each field a person gives new-bug
+_OPTIONS = {
+    "title": "--title",
+    "error": "--error",
+    "message": "--message",
+    "repro": "--repro",
+    "tags": "--tag",
+    "assignee": "--assignee",
+    "id": "--date",
+}
+
+
+def _new_record(**values: Any) -> Bug:
+    """The Bug for new-bug; a value it refuses is a message naming the option, not a traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return Bug(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else ""
+        value = values.get(name)
+        shown = (
+            repr(value) if not isinstance(value, str) or len(value) <= 60 else f"({len(value)} characters)"
+        )
+        option = _OPTIONS.get(name, name)
+        reason = first["msg"].lower()
+        if first["type"] == "string_pattern_mismatch":
+            reason = "not an id (lowercase letters, digits and dashes, like kb/probes/<id>.py)"
+        raise KbgenError(f"{option} {shown}: {reason}") from None
 
 
 def _event(kind: EventKind, **values: Any) -> Event:
     return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
 
 
-def set_status(entry: Entry, status: Status, note: str | None) -> bool:
-    """Move a bug to ``status`` with a history event; False when it already has it and no note."""
-    bug: Bug = entry.record
-    if bug.status == status and not note:
-        return False
-    kind = EventKind.status if bug.status != status else EventKind.note
-    event = _event(kind, old=bug.status.value, new=status.value, note=note)
-    history = [*bug.history, event]
-    save_changes(entry.source, {"status": status, "updated": event.at, "history": history})
-    return True
+def set_status(entry: Entry, status: Status, note: str | None) -> str | None:
+    """Move a bug to ``status`` with a history event; its old status, or None when it already
+    had it and there is no note. The file is read again under its lock, so concurrent changes
+    (another `kbgen status --note`) are kept."""
+
+    def change(fresh: Entry) -> dict[str, Any]:
+        bug: Bug = fresh.record
+        if bug.status == status and not note:
+            return {}
+        kind = EventKind.status if bug.status != status else EventKind.note
+        event = _event(kind, old=bug.status.value, new=status.value, note=note)
+        return {"status": status, "updated": event.at, "history": [*bug.history, event]}
+
+    fresh, changes = update_entry(entry, change)
+    return fresh.record.status.value if changes else None
 
 
-def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> tuple[str, Path]:
-    """Move a bug to the next free id (of its own date), keeping the old id as an alias."""
+@dataclass
+class Renumbered:
+    new_id: str
+    path: Path
+    note: str = ""  # said when the command had nothing left to do, or finished an earlier run
+
+
+def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> Renumbered:
+    """Move a bug to the next free id (of its own date), keeping the old id as an alias.
+
+    Safe to run again: after an interrupted run it removes the old copy the new file replaces;
+    after a finished one it says so and changes nothing.
+    """
     check_id(bug_id, "bug")
+    if bug_id in kb.leftovers:
+        return _finish_renumber(kb, bug_id)
     paths = kb.claims.get(bug_id) or []
+    done = _renumbered_from(kb, bug_id)
+    if done is not None and len(paths) <= 1:
+        where = f"; {bug_id} stays with {kb.project.rel(paths[0])}" if paths else ""
+        return Renumbered(done.record.id, done.path, f"already renumbered{where}")
     if not paths:
+        broken = [p for p in kb.problems if Path(p.path).name.startswith(bug_id)]
+        if broken:  # the file is there but cannot be read: say why, not "no such bug"
+            raise EntryError(broken, hint="fix the file, then run the renumber again")
         raise UnknownIdError(f"no bug file claims {bug_id}")
     # after a merge two files claim the id: move the one created last, keep the first in place
     from kbgen.store import read_entry
@@ -199,7 +243,17 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> tuple[str, Path
     entries = sorted(
         (read_entry(p, "bug", kb.project) for p in paths), key=lambda e: (e.record.created, e.path.name)
     )
-    entry = entries[-1]
+    return _move(kb, entries[-1], bug_id, day)
+
+
+def _renumbered_from(kb: Kb, bug_id: str) -> Entry | None:
+    for entry in kb.bugs.values():
+        if any(e.kind == EventKind.renumber and e.old == bug_id for e in entry.record.history):
+            return entry
+    return None
+
+
+def _move(kb: Kb, entry: Entry, bug_id: str, day: dt.date | None) -> Renumbered:
     path = entry.path
     bug: Bug = entry.record
     slug = path.stem[len(bug_id) + 1 :]
@@ -216,26 +270,55 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> tuple[str, Path
         }
         return splice(entry.source, changes)
 
-    new_id, new_path = claim_id(kb.project, target_day, render, slug)
-    if _digest(path) != entry.source.digest:  # edited meanwhile: keep the person's version
-        new_path.unlink()
-        raise ConflictError(
-            f"{kb.project.rel(path)}: changed on disk since kbgen read it; nothing was renumbered",
-            hint="run the command again to work from the new version",
-        )
+    with locked(path):  # no other kbgen writer changes the old file until it is gone
+        new_id, new_path = claim_id(kb.project, target_day, render, slug)
+        if _digest(path) != entry.source.digest:  # edited meanwhile: keep the person's version
+            new_path.unlink()
+            raise ConflictError(
+                f"{kb.project.rel(path)}: changed on disk since kbgen read it; nothing was renumbered",
+                hint="run the command again to work from the new version",
+            )
+        _remove_old(kb, path, new_id)
+    return Renumbered(new_id, new_path)
+
+
+def _finish_renumber(kb: Kb, bug_id: str) -> Renumbered:
+    """Remove the old copies an interrupted renumber left, when each is exactly what was copied."""
+    from kbgen.store import is_unchanged_copy
+
+    pairs = kb.leftovers[bug_id]
+    for old, new in pairs:
+        if not is_unchanged_copy(old, new):
+            raise KbgenError(
+                f"{old.source.rel}: an old copy of {new.record.id} edited after an interrupted renumber; "
+                "nothing was removed",
+                hint=f"copy its edits into {new.source.rel}, then delete {old.source.rel}",
+            )
+    for old, new in pairs:
+        with locked(old.path):
+            if _digest(old.path) != old.source.digest:
+                raise ConflictError(
+                    f"{old.source.rel}: changed on disk since kbgen read it; nothing was removed"
+                )
+            _remove_old(kb, old.path, new.record.id)
+    new = pairs[-1][1]
+    return Renumbered(new.record.id, new.path, "finished an interrupted renumber")
+
+
+def _remove_old(kb: Kb, path: Path, new_id: str) -> None:
     try:
         path.unlink()
     except OSError as exc:
         raise KbgenError(
-            f"{kb.project.rel(path)}: wrote {new_id} but could not remove: {exc.strerror}"
+            f"{kb.project.rel(path)}: wrote {new_id} but could not remove: {exc.strerror}",
+            hint="delete it by hand, or run the same renumber again",
         ) from None
-    return new_id, new_path
 
 
 def _digest(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_limited(path)).hexdigest()
+    except (OSError, Unreadable):
         return None
 
 

@@ -10,14 +10,22 @@ import re
 from enum import Enum
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$"
-BUG_ID_RE = r"^BUG-(\d{8})-(\d{3,})$"
+BUG_ID_RE = r"^BUG-([0-9]{8})-([0-9]{3,})$"  # [0-9], not \d: other scripts' digits are no id
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_RE, max_length=80)]
 BugId = Annotated[str, StringConstraints(pattern=BUG_ID_RE)]
 Text = Annotated[str, StringConstraints(max_length=200_000)]
+
+
+def _aware(value: dt.datetime) -> dt.datetime:
+    """A time without a UTC offset is taken as UTC, so times always compare with each other."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+
+
+Moment = Annotated[dt.datetime, AfterValidator(_aware)]
 
 
 class Strict(BaseModel):
@@ -185,7 +193,7 @@ class ProbeMeta(Strict):
 class Facts(Strict):
     """When, where and with what interpreter the probes ran, and what they reported."""
 
-    collected_at: dt.datetime | None = None
+    collected_at: Moment | None = None
     host: str | None = None
     python: str | None = None
     values: dict[str, str | int | float | bool | None] = {}
@@ -195,7 +203,7 @@ class Finding(Strict):
     probe: Slug
     status: ProbeStatus
     message: str = ""
-    when: dt.datetime | None = None
+    when: Moment | None = None
 
 
 class ProgressStep(Strict):
@@ -204,7 +212,7 @@ class ProgressStep(Strict):
     probe: Slug | None = None
     state: StepState = StepState.pending
     evidence: str | None = None
-    when: dt.datetime | None = None
+    when: Moment | None = None
 
 
 class AttemptOutcome(str, Enum):
@@ -231,7 +239,7 @@ class EventKind(str, Enum):
 
 
 class Event(Strict):
-    at: dt.datetime
+    at: Moment
     kind: EventKind
     by: str | None = None
     old: str | None = Field(default=None, alias="from")
@@ -245,8 +253,8 @@ class Bug(Strict):
     KIND: ClassVar[str] = "bug"
     id: BugId
     title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
-    created: dt.datetime
-    updated: dt.datetime
+    created: Moment
+    updated: Moment
     status: Status = Status.open
     severity: Severity = Severity.medium
     error: Slug | None = None

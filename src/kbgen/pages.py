@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +20,9 @@ import yaml
 
 from kbgen import render
 from kbgen.errors import EntryError, KbgenError, Problem
+from kbgen.pagesout import MANIFEST, WriteReport, folder_files, write_pages  # noqa: F401 (kept here)
 from kbgen.sitedata import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
 from kbgen.store import Entry, Kb, Project, load_kb, read_entry
-
-MANIFEST = ".kbgen-pages.json"
 
 
 @dataclass(frozen=True)
@@ -260,79 +256,3 @@ def site_options(config: Path) -> SiteOptions:
         if isinstance(plugin, dict) and isinstance(plugin.get("kbgen"), dict):
             stale = int(plugin["kbgen"].get("stale_days", stale))
     return SiteOptions(str(data.get("docs_dir", "docs")), stale)
-
-
-def folder_files(folder: Path) -> dict[str, bytes]:
-    """Every file below ``folder`` by its '/'-separated relative path (hidden ones left out)."""
-    found = {}
-    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
-        rel = path.relative_to(folder).as_posix()
-        if path.is_file() and not any(part.startswith(".") for part in rel.split("/")):
-            found[rel] = path.read_bytes()
-    return found
-
-
-# --------------------------------------------------------------------------- writing
-
-
-@dataclass
-class WriteReport:
-    written: list[str] = field(default_factory=list)
-    unchanged: int = 0
-    removed: list[str] = field(default_factory=list)
-
-
-def write_pages(files: dict[str, bytes], out: Path) -> WriteReport:
-    """Write ``{relative path: content}`` under ``out``, touching only files whose bytes differ.
-
-    Files written by an earlier run and no longer produced are removed (a manifest in ``out``
-    remembers which files are ours); nothing else in ``out`` is touched.
-    """
-    report = WriteReport()
-    out.mkdir(parents=True, exist_ok=True)
-    for rel, data in sorted(files.items()):
-        path = out / rel
-        try:
-            if path.read_bytes() == data:
-                report.unchanged += 1
-                continue
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            pass
-        except OSError as exc:
-            raise KbgenError(f"{path}: cannot read: {exc.strerror}") from None
-        _replace(path, data)
-        report.written.append(rel)
-    manifest = out / MANIFEST
-    for rel in sorted(set(_read_manifest(manifest)) - set(files)):
-        target = out / rel
-        if target.is_file():
-            target.unlink()
-            report.removed.append(rel)
-    if report.written or report.removed or not manifest.exists():
-        _replace(manifest, json.dumps(sorted(files), indent=0).encode())
-    return report
-
-
-def _read_manifest(path: Path) -> list[str]:
-    try:
-        names: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    # Only plain relative names: a doctored manifest must not delete files outside the folder.
-    return [
-        n for n in names if isinstance(n, str) and not n.startswith(("/", "\\")) and ".." not in n.split("/")
-    ]
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Write through a temporary file and rename: a reader never sees half a page."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise KbgenError(
-            f"{path}: cannot write: {exc.strerror}", hint="check the folder's permissions"
-        ) from None

@@ -10,13 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
 from yaml.resolver import Resolver
 
-from kbgen.store import Source, atomic_write, encode
+from kbgen.fileio import locked
+from kbgen.store import Entry, Source, atomic_write, encode, reread
 
 _RESOLVER = Resolver()  # PyYAML's (YAML 1.1) resolver: the one the read path uses
 
@@ -159,3 +161,15 @@ def save_changes(source: Source, changes: dict[str, Any]) -> bool:
         return False
     atomic_write(source.path, encode(text, bom=source.bom), expect_digest=source.digest)
     return True
+
+
+def update_entry(entry: Entry, make: Callable[[Entry], dict[str, Any]]) -> tuple[Entry, dict[str, Any]]:
+    """Read the record again and write ``make(fresh)``'s changes, holding the file's lock from the
+    read to the rename: two kbgen writers of one file take turns and neither loses the other's
+    change. Returns the record as read and the changes written (empty when none were needed)."""
+    with locked(entry.path):
+        fresh = reread(entry)
+        changes = make(fresh)
+        if not changes or not save_changes(fresh.source, changes):
+            return fresh, {}
+    return fresh, changes

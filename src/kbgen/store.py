@@ -6,13 +6,11 @@ original text, so the body's bytes and every other line a person wrote stay exac
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import gc
 import hashlib
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,11 +19,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
+from kbgen.fileio import MAX_ENTRY_BYTES, Unreadable, atomic_write, read_limited
 from kbgen.models import BUG_ID_RE, FOLDERS, KINDS, SLUG_RE, Bug, ErrorType, Fix, RootCause
 from kbgen.yamlio import FrontmatterError, Parsed, parse_document, validation_problems
 
-#: Entries larger than this are refused unread: a KB record is prose, not a log dump.
-MAX_ENTRY_BYTES = 2 * 1024 * 1024
+__all__ = ["MAX_ENTRY_BYTES", "atomic_write"]  # kept here for the modules that write records
 KB_ENV = "KBGEN_KB"
 BOM = "\ufeff"
 
@@ -125,17 +123,11 @@ def check_id(value: str, kind: str) -> str:
 
 
 def _read_bounded(path: Path, rel: str) -> bytes:
-    """The file's bytes: one open and one fstat, refusing huge files before reading them."""
+    """The file's bytes: only a regular file, never more than MAX_ENTRY_BYTES of it."""
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > MAX_ENTRY_BYTES:
-                message = (
-                    f"file is {size:,} bytes; entries are limited to {MAX_ENTRY_BYTES:,} "
-                    "(move long logs into an attachment)"
-                )
-                raise EntryError([Problem(rel, None, None, message, code="io")])
-            return handle.read()
+        return read_limited(path, MAX_ENTRY_BYTES)
+    except Unreadable as exc:
+        raise EntryError([Problem(rel, None, None, exc.message, code="io")]) from None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOENT) and path.is_symlink():
             message = "broken or looping symbolic link"
@@ -188,7 +180,15 @@ def build_record(source: Source, model: type[BaseModel], rel: str) -> Any:
 
 def read_entry(path: Path, kind: str, project: Project) -> Entry:
     """Read and validate one record of ``kind``; raise EntryError listing every problem."""
-    rel = project.rel(path)
+    return _read_as(path, kind, project.rel(path))
+
+
+def reread(entry: Entry) -> Entry:
+    """The record of ``entry`` as it is on disk now (a writer calls this holding the file's lock)."""
+    return _read_as(entry.path, type(entry.record).KIND, entry.source.rel)
+
+
+def _read_as(path: Path, kind: str, rel: str) -> Entry:
     source = read_source(path, rel)
     record = build_record(source, KINDS[kind], rel)
     if not id_matches_file(record.id, path):
@@ -220,6 +220,8 @@ class Kb:
     problems: list[Problem] = field(default_factory=list)
     #: bug id -> every file that claims it (more than one after two branches merge)
     claims: dict[str, list[Path]] = field(default_factory=dict)
+    #: old id -> (old copy, renumbered bug) left by a `kbgen renumber` that was interrupted
+    leftovers: dict[str, list[tuple[Entry, Entry]]] = field(default_factory=dict)
 
     def of(self, kind: str) -> dict[str, Entry]:
         return {"error": self.errors, "cause": self.causes, "fix": self.fixes, "bug": self.bugs}[kind]
@@ -291,6 +293,7 @@ def load_kb(project: Project, read: Callable[[Path, str, Project], Entry] | None
 
 def _load_into(kb: Kb, read: Callable[[Path, str, Project], Entry]) -> None:
     project = kb.project
+    claimed: list[Entry] = []
     for kind in ("error", "cause", "fix", "bug"):
         for path in entry_files(project.folder(kind)):
             try:
@@ -300,62 +303,68 @@ def _load_into(kb: Kb, read: Callable[[Path, str, Project], Entry]) -> None:
                 continue
             if kind == "bug":
                 kb.claims.setdefault(entry.record.id, []).append(path)
+                claimed.append(entry)
             kb.of(kind).setdefault(entry.record.id, entry)
+    _set_aside_leftovers(kb, claimed)
+
+
+def renumbered_copy(kb: Kb, old: Entry) -> Entry | None:
+    """The bug that `kbgen renumber` made of ``old`` (same creation time, a renumber event from
+    its id, the id kept as an alias), when one is loaded under another id."""
+    bug: Bug = old.record
+    for entry in kb.bugs.values():
+        new: Bug = entry.record
+        if entry is old or bug.id not in new.aliases or new.created != bug.created:
+            continue
+        if any(e.kind.value == "renumber" and e.old == bug.id for e in new.history):
+            return entry
+    return None
+
+
+def is_unchanged_copy(old: Entry, new: Entry) -> bool:
+    """``old`` holds nothing ``new`` lacks: the same body and values, save what renumber changed
+    (id, aliases, updated, one more history event)."""
+    moved = {"id", "aliases", "updated", "history"}
+    history = old.record.history
+    return (
+        new.record.history[: len(history)] == history
+        and old.record.model_dump(exclude=moved) == new.record.model_dump(exclude=moved)
+        and old.source.body == new.source.body
+    )
+
+
+def _set_aside_leftovers(kb: Kb, claimed: list[Entry]) -> None:
+    """An interrupted renumber leaves the bug twice: the old file and the new one, whose alias is
+    the old id. The old copy is reported and left out, so no command shows the bug twice."""
+    aliases = {a for e in kb.bugs.values() for a in e.record.aliases}
+    for old in [e for e in claimed if e.record.id in aliases]:
+        new = renumbered_copy(kb, old)
+        if new is None:
+            continue
+        bug_id = old.record.id
+        kb.leftovers.setdefault(bug_id, []).append((old, new))
+        kb.claims[bug_id].remove(old.path)
+        if not kb.claims[bug_id]:
+            del kb.claims[bug_id]
+        if kb.bugs.get(bug_id) is old:
+            del kb.bugs[bug_id]
+            if bug_id in kb.claims:  # a second file claims the id (the merge renumber was for)
+                kb.bugs[bug_id] = next(e for e in claimed if e.path == kb.claims[bug_id][0])
+        if is_unchanged_copy(old, new):
+            message = (
+                f"an interrupted `kbgen renumber` left this old copy of {new.record.id} "
+                f"({new.source.rel}); run `kbgen renumber {bug_id}` to finish it"
+            )
+        else:
+            message = (
+                f"an old copy of {new.record.id} ({new.source.rel}) left by an interrupted "
+                "`kbgen renumber`, edited since: copy those edits into that file, then delete this one"
+            )
+        line = old.source.parsed.line_of(("id",))
+        kb.problems.append(Problem(old.source.rel, line, "id", message, code="renumber-leftover"))
 
 
 # --------------------------------------------------------------------------- writing
-
-
-def atomic_write(
-    path: Path, data: bytes, *, expect_digest: str | None = None, exclusive: bool = False
-) -> None:
-    """Write ``data`` to ``path`` through a temporary file, fsync and rename.
-
-    ``expect_digest``: refuse (ConflictError) when the file on disk no longer has this sha256.
-    ``exclusive``: create only; fail with FileExistsError when ``path`` exists (hard link).
-    """
-    from kbgen.errors import ConflictError
-
-    folder = path.parent
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise KbgenError(
-            f"{relpath(folder)}: cannot write here: {exc.strerror}", hint="check the folder's permissions"
-        ) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if exclusive:
-            os.link(tmp, path)  # atomic and exclusive: fails if the name was taken meanwhile
-        else:
-            if expect_digest is not None:
-                current = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
-                if current != expect_digest:
-                    raise ConflictError(
-                        f"{relpath(path)}: changed on disk since kbgen read it; nothing was written",
-                        hint="run the command again to work from the new version",
-                    )
-            os.replace(tmp, path)
-            tmp = ""
-    except OSError as exc:
-        if isinstance(exc, FileExistsError):
-            raise
-        raise KbgenError(f"{relpath(path)}: cannot write: {exc.strerror}") from None
-    finally:
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-    try:
-        dir_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
 
 
 def encode(text: str, *, bom: bool = False) -> bytes:

@@ -63,6 +63,7 @@ def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
     problems = [*kb.problems, *probe_problems]
     problems.extend(check_references(kb, probe_ids))
     problems.extend(check_duplicates(kb))
+    problems.extend(check_aliases(kb))
     problems.extend(check_signatures(kb))
     for kind in ("error", "cause", "fix", "bug"):
         for entry in kb.of(kind).values():
@@ -169,6 +170,24 @@ def check_duplicates(kb: Kb) -> Iterator[Problem]:
                 f"run `kbgen renumber {bug_id}` to move the newer one to a free id",
                 code="duplicate",
             )
+
+
+def check_aliases(kb: Kb) -> Iterator[Problem]:
+    """An alias names one bug. (An old copy that still holds its id after an interrupted renumber
+    is reported when the KB is loaded; an alias equal to the id of a different bug, kept by a
+    renumber after a merge, is history: the id wins.)"""
+    owners: dict[str, list[Entry]] = {}
+    for entry in kb.bugs.values():
+        for i, alias in enumerate(entry.record.aliases):
+            if alias == entry.record.id:
+                yield _at(kb, entry, ("aliases", i), "an alias cannot be the bug's own id", code="alias")
+            owners.setdefault(alias, []).append(entry)
+    for alias, entries in sorted(owners.items()):
+        if len(entries) > 1 and alias not in kb.bugs:
+            others = ", ".join(e.record.id for e in entries[1:])
+            index = entries[0].record.aliases.index(alias)
+            message = f"{alias} is also an alias of {others}; `kbgen show {alias}` cannot tell which is meant"
+            yield _at(kb, entries[0], ("aliases", index), message, code="alias")
 
 
 def check_signatures(kb: Kb) -> Iterator[Problem]:

@@ -8,6 +8,7 @@ and rejects duplicate keys, which plain PyYAML silently overwrites.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ class _LineLoader(_BaseLoader):
         super().__init__(stream)
         self.key_lines: dict[int, dict[Any, int]] = {}
         self._pending: dict[int, dict[Any, int]] = {}
+        self.last_node: yaml.Node | None = None  # the node being built, for a ValueError's line
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         # PyYAML matches every plain scalar, keys included, against a list of regexes; KB files
@@ -64,6 +66,7 @@ class _LineLoader(_BaseLoader):
         # PyYAML's generic dispatch for them (the same result, a third of the load time saved).
         if node.__class__ is yaml.ScalarNode and node.tag == _STR_TAG:
             return node.value
+        self.last_node = node
         return super().construct_object(node, deep=deep)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -159,10 +162,77 @@ def split_frontmatter(text: str) -> tuple[str, int, int]:
     return text[fm_start : closing.start()], fm_start, body_start
 
 
+#: Records are a few levels deep; a value nested far deeper is an attack on the parser (libyaml's
+#: composer recurses in C and dies of a stack overflow near 30,000 levels).
+MAX_DEPTH = 64
+#: a line whose indentation (spaces, tabs, '- ', '? ', ': ') is this long may be nested that deep
+_DEEP_INDENT_RE = re.compile(rf"\n[ \t?:-]{{{MAX_DEPTH}}}")
+_STAR_RE = re.compile(r"\*[^\s*,\[\]{}]")
+
+
+def _may_alias(text: str) -> bool:
+    """Is there a ``*name`` where YAML reads an alias: first on a line, after '[', '{' or ',', or
+    after '- ', ': ' or '? '? (A star inside prose, as in ``**bold**`` or ``lib-*.so``, is not.)"""
+    for star in _STAR_RE.finditer(text):
+        end = star.start()
+        before = len(text[max(0, end - 64) : end].rstrip(" \t"))
+        start = max(0, end - 64)
+        prev = text[start + before - 1] if start + before > 0 else "\n"
+        if prev in "\n[{," or (prev in ":?-" and start + before < end):
+            return True
+    return False
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest bracket nesting, quotes ignored: an upper bound used only as a cheap screen."""
+    depth = deepest = 0
+    for char in _BRACKETS_RE.findall(text):
+        depth = depth + 1 if char in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+_BRACKETS_RE = re.compile(r"[\[\]{}]")
+
+
+def check_structure(fm_text: str, first_line: int) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and aliases of lists or mappings (one alias can stand
+    for a huge tree: a few lines of YAML that expand to billions of values).
+
+    The exact check walks libyaml's event stream, which uses no recursion; it runs only when a
+    cheap look at the text says it might find something.
+    """
+    opened = fm_text.count("[") + fm_text.count("{")
+    deep = opened > MAX_DEPTH and _flow_depth(fm_text) > MAX_DEPTH
+    indented = _DEEP_INDENT_RE.search("\n" + fm_text) is not None
+    if not (deep or indented or ("*" in fm_text and _may_alias(fm_text))):
+        return
+    depth = 0
+    anchors: set[str] = set()
+    try:
+        for event in yaml.parse(fm_text, Loader=_BaseLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if event.anchor:
+                    anchors.add(event.anchor)
+                if depth > MAX_DEPTH:
+                    line = first_line + (event.start_mark.line if event.start_mark else 0)
+                    raise FrontmatterError(f"values are nested more than {MAX_DEPTH} levels deep", line)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent) and event.anchor in anchors:
+                line = first_line + (event.start_mark.line if event.start_mark else 0)
+                message = f"*{event.anchor} repeats a list or mapping; write the values out instead"
+                raise FrontmatterError(message, line)
+    except yaml.YAMLError:
+        return  # the loader reports it, with its line
+
+
 def parse_document(text: str) -> Parsed:
     """Split ``text`` and parse its frontmatter, keeping the line of every key."""
     fm_text, fm_start, body_start = split_frontmatter(text)
     first_line = text.count("\n", 0, fm_start) + 1
+    check_structure(fm_text, first_line)
     loader = _LineLoader(fm_text)
     try:
         data = loader.get_single_data()
@@ -176,6 +246,8 @@ def parse_document(text: str) -> Parsed:
         raise FrontmatterError(f"invalid YAML: {problem}", line) from None
     except yaml.YAMLError as exc:
         raise FrontmatterError(f"invalid YAML: {exc}", first_line) from None
+    except (ValueError, OverflowError) as exc:  # 2025-02-30, hour 25, +24:00, year 0
+        raise _bad_value(loader.last_node, exc, first_line) from None
     finally:
         loader.dispose()
     if data is None:
@@ -184,6 +256,18 @@ def parse_document(text: str) -> Parsed:
         kind = "a list" if isinstance(data, list) else f"a single {type(data).__name__} value"
         raise FrontmatterError(f"the frontmatter must be a mapping of keys, not {kind}", first_line + 1)
     return Parsed(data, text[body_start:], fm_text, fm_start, first_line, body_start, loader.key_lines)
+
+
+def _bad_value(node: yaml.Node | None, exc: Exception, first_line: int) -> FrontmatterError:
+    reason = str(exc)
+    if reason.startswith("offset must be"):
+        reason = "a UTC offset must be less than 24 hours"
+    if node is None:
+        return FrontmatterError(f"invalid value: {reason}", first_line)
+    line = first_line + node.start_mark.line
+    if isinstance(node.value, str) and node.tag.endswith(":timestamp"):
+        return FrontmatterError(f"{node.value!r} is not a real date or time: {reason}", line)
+    return FrontmatterError(f"invalid value: {reason}", line)
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:

@@ -59,6 +59,9 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except KbgenError as exc:
             raise UserError(str(exc)) from None
+        except OSError as exc:  # a file or folder the system refused, never a traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise UserError(f"{where}{exc.strerror or exc}") from None
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(130)
@@ -82,6 +85,15 @@ def cli(ctx: click.Context, kb_path: str | None) -> None:
     files with YAML frontmatter; probes fill reports with facts from this
     machine; `kbgen serve` shows it all as a site.
     """
+    from pathlib import Path
+
+    try:
+        Path.cwd()
+    except OSError:
+        raise KbgenError(
+            "the current folder no longer exists (it was deleted or moved)",
+            hint="cd into your project again and rerun the command",
+        ) from None
     ctx.obj = {"kb_path": kb_path}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import click
@@ -28,3 +29,14 @@ def load_clean_kb(ctx: click.Context) -> Kb:
     if kb.problems:
         raise EntryError(kb.problems, hint="`kbgen validate` lists every problem")
     return kb
+
+
+#: C0 and C1 control characters (ESC starts a terminal escape sequence), DEL, and the Unicode
+#: direction overrides that make text display in another order than it is stored.
+_CONTROL_RE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """Record text made safe for a terminal line: tabs and line breaks become spaces, and control
+    characters (terminal escape sequences, direction overrides) are dropped."""
+    return _CONTROL_RE.sub(lambda m: " " if m.group(0) in "\t\n\r" else "", text)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgen.cli.common import load_clean_kb, project_of
+from kbgen.cli.common import load_clean_kb, one_line, project_of
 
 if TYPE_CHECKING:
     from kbgen.errors import Problem
@@ -93,8 +93,10 @@ def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
         else:
             label = "" if p.severity == "error" else "warning: "
             click.echo(
-                f"{p.path}{':' + str(p.line) if p.line else ''}: {label}"
-                f"{p.field + ': ' if p.field else ''}{p.message}"
+                one_line(
+                    f"{p.path}{':' + str(p.line) if p.line else ''}: {label}"
+                    f"{p.field + ': ' if p.field else ''}{p.message}"
+                )
             )
     if fmt == "text":
         if problems:
@@ -253,16 +255,20 @@ def list_bugs(
     ]
     bugs.sort(key=lambda b: (b.updated, b.id), reverse=True)
     if as_json:
-        click.echo(json.dumps([b.model_dump(mode="json", by_alias=True) for b in bugs], indent=2))
+        click.echo(json.dumps([_json_of(b) for b in bugs], indent=2))
         return
     if not bugs:
         click.echo("no bugs match")
         return
     width = max(len(b.status.value) for b in bugs)
     for b in bugs:
-        click.echo(
-            f"{b.id}  {b.status.value:<{width}}  {b.severity.value:<8}  {b.error or '-':<28}  {b.title}"
-        )
+        title = one_line(b.title)
+        click.echo(f"{b.id}  {b.status.value:<{width}}  {b.severity.value:<8}  {b.error or '-':<28}  {title}")
+
+
+def _json_of(bug: Any) -> Any:
+    """A bug as plain JSON values; NaN and infinity (which JSON has no words for) become null."""
+    return json.loads(bug.model_dump_json(by_alias=True))
 
 
 @click.command()
@@ -275,26 +281,28 @@ def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
     entry = kb.resolve_bug(bug_id)
     bug = entry.record
     if as_json:
-        click.echo(json.dumps(bug.model_dump(mode="json", by_alias=True), indent=2))
+        click.echo(json.dumps(_json_of(bug), indent=2))
         return
-    click.echo(f"{bug.id}: {bug.title}")
-    click.echo(f"  file:     {kb.project.rel(entry.path)}")
+    click.echo(f"{bug.id}: {one_line(bug.title)}")
+    click.echo(f"  file:     {one_line(kb.project.rel(entry.path))}")
     click.echo(f"  status:   {bug.status.value}    severity: {bug.severity.value}")
     if bug.error:
-        click.echo(f"  error:    {bug.error} ({kb.errors[bug.error].record.title})")
+        known = kb.errors.get(bug.error)  # a dangling id is `kbgen validate`'s to report
+        title = one_line(known.record.title) if known else "no such error type in kb/errors/"
+        click.echo(f"  error:    {bug.error} ({title})")
     for label, items in (("suspected", bug.suspected_causes), ("confirmed", bug.confirmed_causes)):
         if items:
             click.echo(f"  {label}: {', '.join(items)}")
     if bug.message:
         click.echo("  message:")
         for line in bug.message.rstrip("\n").split("\n")[:20]:
-            click.echo(f"    {line}")
+            click.echo(f"    {one_line(line)}")
     if bug.progress:
         marks = {"passed": "[x]", "failed": "[!]", "skipped": "[-]", "pending": "[ ]"}
         click.echo("  progress:")
         for step in bug.progress:
             probe = f"  (kbgen probe {step.probe})" if step.probe else ""
-            click.echo(f"    {marks[step.state.value]} {step.title}{probe}")
+            click.echo(f"    {marks[step.state.value]} {one_line(step.title)}{probe}")
     if bug.history:
         last = bug.history[-1]
         click.echo(f"  last event: {last.at.isoformat()} {last.kind.value}")
@@ -320,8 +328,8 @@ def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -
 
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
-    old = entry.record.status.value
-    if set_status(entry, Status(new_status), note):
+    old = set_status(entry, Status(new_status), note)
+    if old is not None:
         click.echo(f"{entry.record.id}: {old} -> {new_status}")
     else:
         click.echo(f"{entry.record.id}: already {new_status}")
@@ -344,8 +352,9 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
     from kbgen.store import load_kb
 
     kb = load_kb(project_of(ctx))
-    new_id, path = do_renumber(kb, bug_id, parse_date(day) if day else None)
-    click.echo(f"{bug_id} -> {new_id} {kb.project.rel(path)}")
+    done = do_renumber(kb, bug_id, parse_date(day) if day else None)
+    note = f" ({done.note})" if done.note else ""
+    click.echo(f"{bug_id} -> {done.new_id} {kb.project.rel(done.path)}{note}")
 
 
 @click.command()
@@ -368,8 +377,13 @@ def schema(kind: str | None, out_dir: Path | None) -> None:
     if out_dir is None:
         click.echo(json.dumps(schemas[chosen[0]] if kind else schemas, indent=2))
         return
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from kbgen.errors import KbgenError
+
     for name, body in schemas.items():
         target = out_dir / f"{name}.schema.json"
-        target.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise KbgenError(f"{exc.filename or target}: cannot write: {exc.strerror or exc}") from None
         click.echo(str(target))

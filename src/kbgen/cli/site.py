@@ -112,7 +112,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     Example:
       kbgen build-pages build/pages    # then point docs_dir at build/pages
     """
-    from kbgen import clock, pages, render
+    from kbgen import clock, pages, pagesout, render
     from kbgen.errors import KbgenError
 
     project = project_of(ctx)
@@ -123,6 +123,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
             f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
             hint="write them to another folder, e.g. build/pages",
         )
+    pagesout.refuse_unsafe_out(out, project.kb, project.template_dirs, docs)
     site, warnings = pages.load_site(project, today=clock.now().date(), stale_days=options.stale_days)
     for problem in warnings:
         click.echo(f"warning: {problem.format()}", err=True)

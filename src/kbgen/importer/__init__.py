@@ -94,10 +94,13 @@ class Draft:
 
 def read_report(path: Path) -> tuple[dict[str, Any], str, list[str]]:
     """Frontmatter (may be empty), body and repair notes of a Markdown report; user errors raised."""
+    from kbgen.fileio import Unreadable, read_limited
     from kbgen.yamlio import FrontmatterError, parse_document
 
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path, what="the report")
+    except Unreadable as exc:
+        raise KbgenError(f"{path}: {exc.message}; nothing was written") from None
     except OSError as exc:
         raise KbgenError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if b"\x00" in raw[:8192]:
@@ -294,7 +297,10 @@ def _parse_time(text: str) -> dt.datetime | None:
     if zone and zone.upper() in _TZ:
         return value.replace(tzinfo=dt.timezone(dt.timedelta(hours=_TZ[zone.upper()])))
     if zone and zone[0] in "+-":
-        return dt.datetime.fromisoformat(f"{day}T{time or '00:00'}{zone}")
+        try:
+            return dt.datetime.fromisoformat(f"{day}T{time or '00:00'}{zone}")
+        except ValueError:  # +24:00 and beyond
+            return None
     return value.replace(tzinfo=dt.timezone.utc)
 
 
@@ -443,6 +449,8 @@ def _write_as(draft: Draft, bug_id: str, target: Path, kb: Kb) -> ImportOutcome:
 
 
 def _next_id(day: dt.date, taken: set[str]) -> str:
-    stamp = day.strftime("%Y%m%d")
-    used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == stamp]
-    return f"BUG-{stamp}-{max(used, default=0) + 1:03d}"
+    from kbgen.bugs import stamp
+
+    prefix = stamp(day)
+    used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == prefix]
+    return f"BUG-{prefix}-{max(used, default=0) + 1:03d}"

@@ -74,8 +74,12 @@ class _Broken(Exception):
 
 
 def _parse(path: Path, rel: str) -> ast.Module:
+    from kbgen.fileio import Unreadable, read_limited
+
     try:
-        raw = path.read_bytes()
+        raw = read_limited(path)  # a regular file, and not without bound: a FIFO would hang here
+    except Unreadable as exc:
+        raise _Broken(None, None, exc.message) from None
     except OSError as exc:
         raise _Broken(None, None, f"cannot read: {exc.strerror or exc}") from None
     try:
@@ -87,6 +91,8 @@ def _parse(path: Path, rel: str) -> ast.Module:
         return ast.parse(text, filename=rel)
     except SyntaxError as exc:
         raise _Broken(exc.lineno, None, f"Python syntax error: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes; absurd nesting
+        raise _Broken(None, None, f"cannot be parsed as Python: {exc}") from None
 
 
 def _literal(tree: ast.Module) -> tuple[ast.Assign, dict[str, Any]]:
