@@ -314,7 +314,8 @@ def test_a_200_mb_log_is_streamed(project: Path) -> None:
 
 def _error_type(error_id: str, *regexes: str) -> str:
     lines = "".join(f"  - regex: '{r}'\n" for r in regexes)
-    return f"---\nid: {error_id}\ntitle: {error_id} title\nsummary: A signature under test.\nsignatures:\n{lines}---\n"
+    head = f"---\nid: {error_id}\ntitle: {error_id} title\nsummary: A signature under test.\n"
+    return f"{head}signatures:\n{lines}---\n"
 
 
 def run_kbgen(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -334,7 +335,9 @@ def run_kbgen(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ("(a+)+$", "a" * 2048 + "!", "aaaa"),
     ],
 )
-def test_backtracking_patterns_run_in_linear_time(project: Path, regex: str, hostile: str, matching: str) -> None:
+def test_backtracking_patterns_run_in_linear_time(
+    project: Path, regex: str, hostile: str, matching: str
+) -> None:
     (project / "kb/errors/slow-pattern.md").write_text(_error_type("slow-pattern", regex), encoding="utf-8")
     write_log(project, f"{hostile}\n" * 50 + f"{matching}\n")
     done = run_kbgen(project, "triage", "--json", "train.log")
@@ -378,11 +381,13 @@ def test_validate_names_signatures_re2_cannot_run_with_file_and_line(project: Pa
     assert (
         "kb/errors/lookahead.md:7: signatures.1: RE2 cannot run this pattern (invalid perl operator: (?!); "
     ) in result.output
-    assert "kb/errors/backref.md:7: signatures.1: RE2 cannot run this pattern (invalid escape sequence: \\1)" in (
-        result.output
+    assert (
+        "kb/errors/backref.md:7: signatures.1: RE2 cannot run this pattern (invalid escape sequence: \\1)"
+        in (result.output)
     )
     assert (
-        "kb/errors/backref.md:8: signatures.2: matches an empty line, so it would match every line of every log\n"
+        "kb/errors/backref.md:8: signatures.2: matches an empty line, "
+        "so it would match every line of every log\n"
     ) in result.output
     assert (
         "kb/errors/broken.md:6: signatures.0.regex: Value error, invalid regular expression: "

@@ -110,7 +110,9 @@ def compile_signatures(kb: Kb) -> tuple[list[Signature], list[Skipped]]:
                 line = entry.source.parsed.line_of(("signatures", index, "regex"))
                 rel = kb.project.rel(entry.path)
                 where = f"{rel}:{line}" if line else rel
-                skipped.append(Skipped(error=error_id, where=where, regex=signature.regex, reasons=[str(exc)]))
+                skipped.append(
+                    Skipped(error=error_id, where=where, regex=signature.regex, reasons=[str(exc)])
+                )
                 continue
             screen = compile_screen(signature.regex)
             compiled.append(Signature(error_id, index, exact, screen, signature.weight))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -140,17 +141,19 @@ class Scanner:
         self.ends_open = False  # the last block did not end with a line break
         self.previous_tail: list[str] = []
 
-    def feed(self, block: bytes) -> None:
-        """Scan one block (which ends at a line break or a cut)."""
+    def prepare(self, block: bytes) -> bytes:
+        """Account for one raw block (which ends at a line break or a cut); drop colour codes."""
         self.size += len(block)
         if self.blank and not block.isspace():
             self.blank = False
         self.ends_open = not block.endswith(b"\n")
-        if b"\x1b" in block:
-            block = _ANSI.sub(b"", block)
+        return _ANSI.sub(b"", block) if b"\x1b" in block else block
+
+    def finish(self, block: bytes, candidates: list[Signature]) -> None:
+        """Find the lines of a prepared block that the screen's candidates match."""
         waiting = [
             entry
-            for signature in self.screen.candidates(block)
+            for signature in candidates
             if (entry := self.hits[signature.error, signature.index]).count < MAX_COUNT
         ]
         if waiting:
@@ -221,10 +224,22 @@ def scan_log(source: str, signatures: list[Signature]) -> ScanResult:
 
 
 def scan_stream(stream: BinaryIO, name: str, signatures: list[Signature]) -> ScanResult:
-    """Scan an open binary stream; ``name`` is used in messages."""
+    """Scan an open binary stream; ``name`` is used in messages.
+
+    The screen of one block (RE2, which releases the GIL) runs in a worker thread while this
+    thread reads and prepares the next block and counts the lines of the one before.
+    """
     scanner = Scanner(signatures)
-    for block in iter_blocks(stream, name):
-        scanner.feed(block)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbgen-triage") as pool:
+        pending: tuple[bytes, Future[list[Signature]]] | None = None
+        for raw in iter_blocks(stream, name):
+            block = scanner.prepare(raw)
+            job = (block, pool.submit(scanner.screen.candidates, block))
+            if pending is not None:
+                scanner.finish(pending[0], pending[1].result())
+            pending = job
+        if pending is not None:
+            scanner.finish(pending[0], pending[1].result())
     if scanner.blank:
         raise KbgenError(f"{name}: the log is empty", hint="pass the file the failing command wrote to")
     lines = scanner.line - 1 + (1 if scanner.ends_open else 0)
