@@ -11,9 +11,9 @@ first cause first.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbgen.store import Kb
@@ -184,7 +184,7 @@ def _match(error: str, found: list[SignatureHits], kb: Kb) -> Match:
     )
 
 
-_CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+_CHAIN = re2.compile(r"During handling of the above exception|The above exception was the direct cause")
 
 
 def _excerpt_start(before: list[str]) -> list[str]:
@@ -212,9 +212,9 @@ def _excerpt_end(after: list[str]) -> list[str]:
 
 # --------------------------------------------------------------------------- drafts
 
-_EXCEPTION_LINE = re.compile(r"\b[\w.]*(?:Error|Exception|Fault)\b:?|\berror\b", re.IGNORECASE)
+_EXCEPTION_LINE = re2.compile(r"(?i)\b[\w.]*(?:Error|Exception|Fault)\b:?|\berror\b")
 # "[rank0]: ", "(RayWorker pid=12) ", glog's "E1109 23:04:01.123 4242 file.cc:12] "
-_LINE_PREFIX = re.compile(
+_LINE_PREFIX = re2.compile(
     r"^(?:\[[^\]]{0,60}\]:?\s*|\(\w+ pid=\d+[^)]*\)\s*|[EWI]\d{4} [\d:.]+ +\d+ \S+\] )+"
 )
 
