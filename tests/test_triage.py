@@ -346,6 +346,17 @@ def test_backtracking_patterns_run_in_linear_time(
     assert [(m["error"], m["first_line"]) for m in found] == [("slow-pattern", 51)]
 
 
+def test_new_bug_from_log_is_bounded_by_the_same_engine(project: Path) -> None:
+    regex = ".*a.*a.*a.*a.*a.*qqq"
+    (project / "kb/errors/slow-pattern.md").write_text(_error_type("slow-pattern", regex), encoding="utf-8")
+    write_log(project, "a" * 2048 + "\n" + "RuntimeError: a1 a2 a3 a4 a5 qqq\n")
+    done = run_kbgen(project, "new-bug", "--from-log", "train.log", "--date", "2025-11-24")
+    assert done.returncode == 0, done.stderr
+    bug = next((project / "kb/bugs").glob("*.md")).read_text(encoding="utf-8")
+    assert "error: slow-pattern" in bug
+    assert "RuntimeError: a1 a2 a3 a4 a5 qqq" in bug
+
+
 LOOKAHEAD = _error_type("lookahead", "CUDA error", "CUDA error(?!: out of memory)")
 
 
