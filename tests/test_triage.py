@@ -445,3 +445,16 @@ def test_a_match_across_a_block_boundary_is_found(project: Path) -> None:
     lines = found[0]["lines"]
     assert isinstance(lines, list)
     assert lines == [{"number": count + 2, "text": IMA_LINE}]
+
+
+def test_without_the_set_each_signature_screens_on_its_own(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a KB too large for one RE2 set (here: a set allowed 1 KiB) is still triaged, signature by signature
+    monkeypatch.setattr("kbgen.triage.signatures.SET_MEM", 1024)
+    log = "CUDA out of memory. Tried to allocate 2.00 GiB\n" + "".join(f"step {i}\n" for i in range(9))
+    found = matches(project, log + f"[rank1]: {IMA_LINE}\n")
+    assert [(m["error"], m["first_line"]) for m in found] == [
+        ("cuda-out-of-memory", 1),
+        ("cuda-illegal-memory-access", 11),
+    ]
