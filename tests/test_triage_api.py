@@ -47,6 +47,10 @@ wandb: syncing run with WANDB_API_KEY=abcd1234efgh5678
         ("a++b", "RE2 cannot run this pattern (bad repetition operator: ++)"),
         ("x{1001}", "RE2 cannot run this pattern (invalid repetition size: {1001})"),
         ("[unclosed", "RE2 cannot run this pattern (missing ]: [unclosed)"),
+        (
+            r"NCCL WARN[^\n]{,80}failed",
+            "{,n} is literal text to RE2 (Python's re reads it as {0,n}); write {0,n}",
+        ),
         ("a*", "matches an empty line"),
         ("^$", "matches an empty line"),
     ],
@@ -70,6 +74,7 @@ def test_signature_problems_names_what_re2_cannot_run(pattern: str, reason: str)
         "(.*)*x",
         "(a|a)*b",
         r"(?:\w+){1,63}qqq",
+        r"literal \{,3} and [{,]",
     ],
 )
 def test_signature_problems_accepts_what_re2_runs(pattern: str) -> None:

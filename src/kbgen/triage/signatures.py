@@ -3,7 +3,9 @@
 Triage runs every signature with RE2 (google-re2), whose matching time is linear in the text
 whatever the pattern, so a signature can be slow to write but never slow to run. RE2 has no
 lookarounds, backreferences, possessive or atomic repeats; such a signature is refused with
-the reason RE2 gives, and ``kbgen validate`` names its file and line.
+the reason RE2 gives, and ``kbgen validate`` names its file and line. The one thing RE2 accepts
+with another meaning than Python's ``re`` (which checks signatures when a record loads) is
+``{,n}``: literal text to RE2, ``{0,n}`` to Python; it is refused too.
 
 Each signature is compiled twice:
 
@@ -20,6 +22,7 @@ anywhere in it, and a block where none can is done with.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +69,10 @@ def compile_exact(pattern: str) -> Any:
         raise SignatureError(f"RE2 cannot run this pattern ({reason}); {RE2_LIMITS}") from None
     if compiled.search("") is not None:
         raise SignatureError("matches an empty line, so it would match every line of every log")
+    tokens = list(_tokens(pattern))
+    if any(t == "{" and tokens[i + 1 : i + 2] == [","] for i, t in enumerate(tokens)):
+        # Python's re reads a{,3} as a{0,3}, RE2 as the text "a{,3}": say so rather than guess
+        raise SignatureError("{,n} is literal text to RE2 (Python's re reads it as {0,n}); write {0,n}")
     return compiled
 
 
@@ -88,28 +95,24 @@ def without_anchors(pattern: str) -> str:
 
     Each becomes ``(?:)`` rather than nothing, so a quantifier after it still has an operand.
     """
-    out: list[str] = []
+    return "".join("(?:)" if t in ("^", "$", "\\A", "\\z") else t for t in _tokens(pattern))
+
+
+def _tokens(pattern: str) -> Iterator[str]:
+    """The pattern cut into escapes, quoted text (``\\Q...\\E``), whole classes and single characters."""
     i, n = 0, len(pattern)
     while i < n:
-        char = pattern[i]
-        if char == "\\":
-            pair = pattern[i : i + 2]
-            if pair == "\\Q":  # literal text up to \E
-                end = pattern.find("\\E", i + 2)
-                end = n if end < 0 else end + 2
-                out.append(pattern[i:end])
-                i = end
-                continue
-            out.append("(?:)" if pair in ("\\A", "\\z") else pair)
-            i += 2
-        elif char == "[":
+        if pattern.startswith("\\Q", i):  # literal text up to \E
+            end = pattern.find("\\E", i + 2)
+            end = n if end < 0 else end + 2
+        elif pattern[i] == "\\":
+            end = i + 2
+        elif pattern[i] == "[":
             end = _class_end(pattern, i)
-            out.append(pattern[i:end])
-            i = end
         else:
-            out.append("(?:)" if char in "^$" else char)
-            i += 1
-    return "".join(out)
+            end = i + 1
+        yield pattern[i:end]
+        i = end
 
 
 def _class_end(pattern: str, start: int) -> int:
