@@ -132,7 +132,7 @@ def test_triage_json_ranks_best_first(project: Path) -> None:
                 "first_line": 1,
                 "count": 1,
                 "lines": [{"number": 1, "text": "CUDA out of memory. Tried to allocate 2.00 GiB"}],
-                "caused_by": None,
+                "consequence_of": None,
             },
             {
                 "error": "cublas-error",
@@ -141,7 +141,7 @@ def test_triage_json_ranks_best_first(project: Path) -> None:
                 "first_line": 2,
                 "count": 1,
                 "lines": [{"number": 2, "text": "CUBLAS_STATUS_ALLOC_FAILED"}],
-                "caused_by": None,
+                "consequence_of": None,
             },
         ],
         "skipped": [],
@@ -152,7 +152,7 @@ def test_primary_error_wins_over_the_errors_it_causes(project: Path) -> None:
     # after the illegal access every cuBLAS call fails too: more lines, higher raw score
     later = "".join(f"CUBLAS_STATUS_EXECUTION_FAILED when calling cublasSgemm (step {i})\n" for i in range(9))
     found = matches(project, f"{IMA_LINE}\n{later}")
-    assert [(m["error"], m["caused_by"]) for m in found] == [
+    assert [(m["error"], m["consequence_of"]) for m in found] == [
         ("cuda-illegal-memory-access", None),
         ("cublas-error", "cuda-illegal-memory-access"),
     ]
@@ -164,7 +164,7 @@ def test_primary_error_wins_over_the_errors_it_causes(project: Path) -> None:
 
 def test_a_secondary_type_seen_first_is_not_demoted(project: Path) -> None:
     found = matches(project, f"CUBLAS_STATUS_NOT_INITIALIZED\n{IMA_LINE}\n")
-    assert [(m["error"], m["caused_by"]) for m in found] == [
+    assert [(m["error"], m["consequence_of"]) for m in found] == [
         ("cublas-error", None),
         ("cuda-illegal-memory-access", None),
     ]
@@ -183,7 +183,7 @@ def test_chained_exception_names_the_first_error(project: Path) -> None:
         "RuntimeError: cuDNN error: CUDNN_STATUS_MAPPING_ERROR\n"
     )
     found = matches(project, log)
-    assert [(m["error"], m["caused_by"]) for m in found] == [
+    assert [(m["error"], m["consequence_of"]) for m in found] == [
         ("cuda-out-of-memory", None),
         ("cudnn-error", "cuda-out-of-memory"),
     ]
@@ -312,40 +312,69 @@ def test_a_200_mb_log_is_streamed(project: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-HOSTILE = """\
----
-id: slow-pattern
-title: Written by someone unaware of backtracking
-summary: A signature that backtracks exponentially.
-signatures:
-  - regex: 'CUDA error'
-  - regex: '(a+)+$'
----
-"""
+def _error_type(error_id: str, *regexes: str) -> str:
+    lines = "".join(f"  - regex: '{r}'\n" for r in regexes)
+    head = f"---\nid: {error_id}\ntitle: {error_id} title\nsummary: A signature under test.\n"
+    return f"{head}signatures:\n{lines}---\n"
 
 
-def test_catastrophic_pattern_is_skipped_and_named(project: Path) -> None:
-    write_log(project, "a" * 50_000 + "!\n" + "CUDA error: oops\n")
-    (project / "kb/errors/slow-pattern.md").write_text(HOSTILE, encoding="utf-8")
-    # a subprocess, so that a regression hangs one test instead of the whole run
-    done = subprocess.run(
-        [sys.executable, "-m", "kbgen", "triage", "train.log"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=project,
+def run_kbgen(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    # a subprocess with a timeout, so that a regression fails one test instead of hanging the run
+    return subprocess.run(
+        [sys.executable, "-m", "kbgen", *args], capture_output=True, text=True, timeout=60, cwd=root
     )
+
+
+@pytest.mark.parametrize(
+    ("regex", "hostile", "matching"),
+    [
+        # each backtracks exponentially or polynomially in Python's re on its hostile line
+        (".*a.*a.*a.*a.*a.*qqq", "a" * 2048, "a1 a2 a3 a4 a5 qqq"),
+        (r"(?:\w+){1,63}qqq", "w" * 2048 + "!", "wordqqq"),
+        (r"NCCL error.*\s.*\s.*\s.*\s.*failed", "NCCL error" + " x" * 1024, "NCCL error a b c d failed"),
+        ("(a+)+$", "a" * 2048 + "!", "aaaa"),
+    ],
+)
+def test_backtracking_patterns_run_in_linear_time(
+    project: Path, regex: str, hostile: str, matching: str
+) -> None:
+    (project / "kb/errors/slow-pattern.md").write_text(_error_type("slow-pattern", regex), encoding="utf-8")
+    write_log(project, f"{hostile}\n" * 50 + f"{matching}\n")
+    done = run_kbgen(project, "triage", "--json", "train.log")
+    assert (done.returncode, done.stderr) == (0, "")
+    found = json.loads(done.stdout)["matches"]
+    assert [(m["error"], m["first_line"]) for m in found] == [("slow-pattern", 51)]
+
+
+def test_new_bug_from_log_is_bounded_by_the_same_engine(project: Path) -> None:
+    regex = ".*a.*a.*a.*a.*a.*qqq"
+    (project / "kb/errors/slow-pattern.md").write_text(_error_type("slow-pattern", regex), encoding="utf-8")
+    write_log(project, "a" * 2048 + "\n" + "RuntimeError: a1 a2 a3 a4 a5 qqq\n")
+    done = run_kbgen(project, "new-bug", "--from-log", "train.log", "--date", "2025-11-24")
+    assert done.returncode == 0, done.stderr
+    bug = next((project / "kb/bugs").glob("*.md")).read_text(encoding="utf-8")
+    assert "error: slow-pattern" in bug
+    assert "RuntimeError: a1 a2 a3 a4 a5 qqq" in bug
+
+
+LOOKAHEAD = _error_type("lookahead", "CUDA error", "CUDA error(?!: out of memory)")
+
+
+def test_a_signature_re2_cannot_run_is_skipped_and_named(project: Path) -> None:
+    (project / "kb/errors/lookahead.md").write_text(LOOKAHEAD, encoding="utf-8")
+    write_log(project, "CUDA error: oops\n")
+    done = run_kbgen(project, "triage", "train.log")
     assert done.returncode == 0
     assert done.stderr == (
-        "warning: kb/errors/slow-pattern.md:7: signature skipped: nested quantifier: a repeated part inside "
-        "another repeat can split the same text in exponentially many ways (like (a+)+ or (.*)*); "
-        "make the inner part unambiguous\n"
+        "warning: kb/errors/lookahead.md:7: signature skipped: RE2 cannot run this pattern "
+        "(invalid perl operator: (?!); kbgen runs signatures with RE2: no lookarounds (?= (?! (?<= (?<!, "
+        "no backreferences \\1, no possessive or atomic repeats, repeat counts up to 1000\n"
     )
-    assert done.stdout.startswith("train.log: 2 lines; 1 error type match.\n\n1. slow-pattern (score 1)")
+    assert done.stdout.startswith("train.log: 1 line; 1 error type match.\n\n1. lookahead (score 1)")
 
 
 def test_an_invalid_pattern_is_reported_and_the_rest_still_triaged(project: Path) -> None:
-    broken = HOSTILE.replace("'(a+)+$'", "'[unclosed'").replace("slow-pattern", "broken")
+    broken = _error_type("broken", "CUDA error", "[unclosed")
     (project / "kb/errors/broken.md").write_text(broken, encoding="utf-8")
     result = CliRunner().invoke(cli, ["triage", write_log(project, f"{IMA_LINE}\n")])
     assert result.exit_code == 0
@@ -353,18 +382,79 @@ def test_an_invalid_pattern_is_reported_and_the_rest_still_triaged(project: Path
     assert result.stdout.startswith("train.log: 1 line; 1 error type match.\n")
 
 
-def test_validate_names_unsafe_and_invalid_signatures_with_file_and_line(project: Path) -> None:
-    (project / "kb/errors/slow-pattern.md").write_text(HOSTILE, encoding="utf-8")
-    broken = HOSTILE.replace("'(a+)+$'", "'[unclosed'").replace("slow-pattern", "broken")
-    (project / "kb/errors/broken.md").write_text(broken, encoding="utf-8")
+def test_validate_names_signatures_re2_cannot_run_with_file_and_line(project: Path) -> None:
+    (project / "kb/errors/lookahead.md").write_text(LOOKAHEAD, encoding="utf-8")
+    backref = _error_type("backref", "CUDA error", r"(CUBLAS|CUDNN)_STATUS_\w+ from \1", "x*")
+    (project / "kb/errors/backref.md").write_text(backref, encoding="utf-8")
+    (project / "kb/errors/broken.md").write_text(_error_type("broken", "[unclosed"), encoding="utf-8")
     result = CliRunner().invoke(cli, ["validate"])
     assert result.exit_code == 1
     assert (
-        "kb/errors/broken.md:7: signatures.1.regex: Value error, invalid regular expression: "
-        "unterminated character set at position 0\n"
+        "kb/errors/lookahead.md:7: signatures.1: RE2 cannot run this pattern (invalid perl operator: (?!); "
     ) in result.output
     assert (
-        "kb/errors/slow-pattern.md:7: signatures.1: nested quantifier: a repeated part inside another "
-        "repeat can split the same text in exponentially many ways (like (a+)+ or (.*)*); "
-        "make the inner part unambiguous\n"
+        "kb/errors/backref.md:7: signatures.1: RE2 cannot run this pattern (invalid escape sequence: \\1)"
+        in (result.output)
+    )
+    assert (
+        "kb/errors/backref.md:8: signatures.2: matches an empty line, "
+        "so it would match every line of every log\n"
     ) in result.output
+    assert (
+        "kb/errors/broken.md:6: signatures.0.regex: Value error, invalid regular expression: "
+        "unterminated character set at position 0\n"
+    ) in result.output
+
+
+ANCHORED = _error_type("anchored", r"^RuntimeError: CUDA error: device-side assert triggered$")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: device-side assert triggered",
+        "RuntimeError: CUDA error: device-side assert triggered   ",
+        "Epoch 1:  10%|#  | 1/10\rRuntimeError: CUDA error: device-side assert triggered",
+        "│ RuntimeError: CUDA error: device-side assert triggered        │",
+        "\x1b[31mRuntimeError\x1b[0m: CUDA error: device-side assert triggered",
+    ],
+)
+def test_anchors_hold_at_the_cleaned_line_ends(project: Path, line: str) -> None:
+    (project / "kb/errors/anchored.md").write_text(ANCHORED, encoding="utf-8")
+    found = matches(project, f"step 1\n{line}\nstep 2\n")
+    assert [(m["error"], m["first_line"]) for m in found] == [("anchored", 2)]
+
+
+@pytest.mark.parametrize(
+    "line", ["[rank0]: RuntimeError: CUDA error: device-side assert triggered", "RuntimeError: CUDA error: x"]
+)
+def test_anchors_still_refuse_other_lines(project: Path, line: str) -> None:
+    (project / "kb/errors/anchored.md").write_text(ANCHORED, encoding="utf-8")
+    assert matches(project, f"{line}\n") == []
+
+
+def test_a_match_across_a_block_boundary_is_found(project: Path) -> None:
+    from kbgen.triage.scan import BLOCK
+
+    count = (BLOCK - 200) // 13
+    filler = b"INFO step ok\n" * count
+    pad = BLOCK - 20 - len(filler) - 1  # the error line starts 20 bytes before the first block ends
+    data = filler + b"x" * pad + b"\n" + f"{IMA_LINE}\n".encode() + b"done\n"
+    assert data.index(IMA_LINE.encode()) == BLOCK - 20
+    found = matches(project, data)
+    lines = found[0]["lines"]
+    assert isinstance(lines, list)
+    assert lines == [{"number": count + 2, "text": IMA_LINE}]
+
+
+def test_without_the_set_each_signature_screens_on_its_own(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a KB too large for one RE2 set (here: a set allowed 1 KiB) is still triaged, signature by signature
+    monkeypatch.setattr("kbgen.triage.signatures.SET_MEM", 1024)
+    log = "CUDA out of memory. Tried to allocate 2.00 GiB\n" + "".join(f"step {i}\n" for i in range(9))
+    found = matches(project, log + f"[rank1]: {IMA_LINE}\n")
+    assert [(m["error"], m["first_line"]) for m in found] == [
+        ("cuda-out-of-memory", 1),
+        ("cuda-illegal-memory-access", 11),
+    ]

@@ -191,7 +191,8 @@ def check_aliases(kb: Kb) -> Iterator[Problem]:
 
 
 def check_signatures(kb: Kb) -> Iterator[Problem]:
-    """Signatures must be safe to run on untrusted logs (no catastrophic backtracking)."""
+    """Every signature must be a pattern RE2 can run (triage skips the others) and must not
+    match an empty line."""
     from kbgen.triage import signature_problems
 
     for entry in kb.errors.values():

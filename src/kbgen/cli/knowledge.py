@@ -75,8 +75,8 @@ def _print_report(report: TriageReport, kb: Kb, top: int, log: str) -> None:
 
 def _print_match(rank: int, match: Match, kb: Kb, *, detailed: bool) -> None:
     click.echo(f"{rank}. {match.error} (score {match.score:g}): {match.title}")
-    if match.caused_by:
-        click.echo(f"   likely a consequence of {match.caused_by}, which appears earlier in the log")
+    if match.consequence_of:
+        click.echo(f"   likely a consequence of {match.consequence_of}, which appears earlier in the log")
     shown = match.lines if detailed else match.lines[:2]
     for hit in shown:
         click.echo(f"   line {hit.number}: {_clip(hit.text)}")

@@ -1,26 +1,36 @@
 """Match a log against the KB's error signatures and rank the error types it shows.
 
 ``triage_log`` streams the log (see :mod:`kbgen.triage.scan`), scores each error type by the
-weights of the signatures that matched, and puts a primary error ahead of the errors it causes:
+weights of the signatures that matched, and puts the first cause ahead of the errors it causes:
 an error type lists in ``secondary_to`` the types that usually cause it, and when one of those
-appears earlier in the same log the later one is marked ``caused_by`` and ranked below it.
+appears earlier in the same log the later one is marked ``consequence_of`` (the earliest such
+cause) and ranked below it. A device-side assert followed by CUBLAS failures, an OOM on one
+rank followed by NCCL watchdog timeouts, an ECC error followed by NCCL errors: each ranks its
+first cause first.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbgen.store import Kb
-from kbgen.triage.regexcheck import required_keywords, signature_problems
-from kbgen.triage.scan import MAX_LINE, CompiledSignature, ScanResult, SignatureHits, scan_log, scan_stream
+from kbgen.triage.scan import MAX_LINE, ScanResult, SignatureHits, scan_log, scan_stream
+from kbgen.triage.signatures import (
+    CompiledSignature,
+    SignatureError,
+    compile_exact,
+    compile_screen,
+    signature_problems,
+)
 
 __all__ = [
     "LogDraft",
     "Match",
     "TriageReport",
+    "compile_signatures",
     "draft_from_log",
     "signature_problems",
     "triage_log",
@@ -55,7 +65,8 @@ class Match(_Model):
     first_line: int
     count: int
     lines: list[LineHit]
-    caused_by: str | None = None
+    #: the error type that appears earlier in the log and usually causes this one
+    consequence_of: str | None = None
     excerpt: list[str] = Field(default=[], exclude=True)
 
 
@@ -88,23 +99,23 @@ class LogDraft(_Model):
 
 
 def compile_signatures(kb: Kb) -> tuple[list[CompiledSignature], list[Skipped]]:
-    """Every safe signature of every error type; unsafe ones are returned as skipped."""
+    """Every signature RE2 can run, of every error type; the others are returned as skipped."""
     compiled: list[CompiledSignature] = []
     skipped: list[Skipped] = []
     for error_id, entry in sorted(kb.errors.items()):
         for index, signature in enumerate(entry.record.signatures):
-            problems = signature_problems(signature.regex)
-            if problems:
+            try:
+                exact = compile_exact(signature.regex)
+            except SignatureError as exc:
                 line = entry.source.parsed.line_of(("signatures", index, "regex"))
                 rel = kb.project.rel(entry.path)
                 where = f"{rel}:{line}" if line else rel
-                skipped.append(Skipped(error=error_id, where=where, regex=signature.regex, reasons=problems))
+                skipped.append(
+                    Skipped(error=error_id, where=where, regex=signature.regex, reasons=[str(exc)])
+                )
                 continue
-            keywords = required_keywords(signature.regex)
-            encoded = tuple(k.encode("ascii") for k in keywords) if keywords else None
-            compiled.append(
-                CompiledSignature(error_id, index, re.compile(signature.regex), signature.weight, encoded)
-            )
+            screen = compile_screen(signature.regex)
+            compiled.append(CompiledSignature(error_id, index, exact, screen, signature.weight))
     return compiled, skipped
 
 
@@ -138,16 +149,19 @@ def rank(scan: ScanResult, kb: Kb) -> list[Match]:
         if hits.count:
             by_error[hits.signature.error].append(hits)
     matches = {error: _match(error, found, kb) for error, found in by_error.items()}
-    for match in sorted(matches.values(), key=lambda m: m.first_line):
-        primaries = [
+    for match in sorted(matches.values(), key=lambda m: (m.first_line, m.error)):
+        causes = [
             matches[p]
             for p in kb.errors[match.error].record.secondary_to
-            if p in matches and matches[p].first_line <= match.first_line and p != match.error
+            if p in matches
+            and p != match.error
+            and matches[p].first_line <= match.first_line
+            and matches[p].consequence_of != match.error
         ]
-        if primaries:
-            primary = min(primaries, key=lambda m: m.first_line)
-            match.caused_by = primary.error
-            match.score = round(min(match.score, primary.score) * SECONDARY_SHARE, 2)
+        if causes:
+            cause = min(causes, key=lambda m: (m.first_line, m.error))
+            match.consequence_of = cause.error
+            match.score = round(min(match.score, cause.score) * SECONDARY_SHARE, 2)
     return sorted(matches.values(), key=lambda m: (-m.score, m.first_line, m.error))
 
 
@@ -170,7 +184,7 @@ def _match(error: str, found: list[SignatureHits], kb: Kb) -> Match:
     )
 
 
-_CHAIN = re.compile(r"During handling of the above exception|The above exception was the direct cause")
+_CHAIN = re2.compile(r"During handling of the above exception|The above exception was the direct cause")
 
 
 def _excerpt_start(before: list[str]) -> list[str]:
@@ -198,9 +212,9 @@ def _excerpt_end(after: list[str]) -> list[str]:
 
 # --------------------------------------------------------------------------- drafts
 
-_EXCEPTION_LINE = re.compile(r"\b[\w.]*(?:Error|Exception|Fault)\b:?|\berror\b", re.IGNORECASE)
+_EXCEPTION_LINE = re2.compile(r"(?i)\b[\w.]*(?:Error|Exception|Fault)\b:?|\berror\b")
 # "[rank0]: ", "(RayWorker pid=12) ", glog's "E1109 23:04:01.123 4242 file.cc:12] "
-_LINE_PREFIX = re.compile(
+_LINE_PREFIX = re2.compile(
     r"^(?:\[[^\]]{0,60}\]:?\s*|\(\w+ pid=\d+[^)]*\)\s*|[EWI]\d{4} [\d:.]+ +\d+ \S+\] )+"
 )
 

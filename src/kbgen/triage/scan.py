@@ -1,11 +1,12 @@
 """Stream a log in blocks of bytes and find the lines each signature matches.
 
-The log is never read whole: blocks of a few MiB are screened with plain substring searches
-(each signature's required keywords, lower-cased, against the lower-cased block) and only the
-lines around a keyword are decoded and handed to the regex. Lines are cut to ``MAX_LINE``
-characters around the keyword, so neither a single 1 GB line nor a hostile pattern can make a
-regex run long. ANSI colour codes are removed and a carriage return ends a segment, so progress
-bars redrawn in place read as the text that was last drawn.
+The log is never read whole. Each block of a few MiB goes through one ``re2.Set`` pass (see
+:mod:`kbgen.triage.signatures`); a block no signature can match costs that pass and a line
+count. In a block that can match, each candidate signature's screen finds its lines, and only
+those lines are decoded, cleaned and checked with the exact pattern. RE2 runs in linear time,
+so no pattern and no line (a 1 GB line is cut into pieces at MAX_CARRY) can make a scan hang.
+ANSI colour codes are removed and a carriage return ends a segment, so progress bars redrawn in
+place read as the text that was last drawn.
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from kbgen.errors import KbgenError
+from kbgen.triage.signatures import CompiledSignature, Screen
 
-BLOCK = 4 * 1024 * 1024
-#: characters of a line a regex sees, centred on the keyword that selected it
+BLOCK = 8 * 1024 * 1024
+#: characters of a matched line that are shown, centred on the match
 MAX_LINE = 2000
+#: bytes of a line the exact pattern sees, around the screen's hit (a longer line is cut)
+WINDOW = 64 * 1024
 #: a partial line longer than this is cut rather than carried into the next block
 MAX_CARRY = 64 * 1024
 #: matching lines remembered per signature (for display and excerpts); more are only counted
@@ -31,19 +36,8 @@ MAX_COUNT = 200
 CONTEXT_BEFORE = 40
 CONTEXT_AFTER = 8
 
-_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _BOX = "│┃║╎┆"
-
-
-@dataclass(frozen=True)
-class CompiledSignature:
-    """One compiled signature of one error type."""
-
-    error: str
-    index: int
-    regex: re.Pattern[str]
-    weight: float
-    keywords: tuple[bytes, ...] | None  # lower-case; a line needs one of them; None: test all
 
 
 @dataclass
@@ -117,13 +111,14 @@ def iter_blocks(stream: BinaryIO, name: str) -> Iterator[bytes]:
             first = False
         if not data:
             break
-        data = carry + data
         cut = data.rfind(b"\n") + 1
-        if len(data) - cut > MAX_CARRY:  # a huge line: cut it rather than carry it on
+        if len(data) - cut + (0 if cut else len(carry)) > MAX_CARRY:  # a huge line: cut it
             cut = len(data)
-        carry = data[cut:]
-        if cut:
-            yield data[:cut]
+        if cut == len(data) and not carry:
+            yield data
+        elif cut:
+            yield carry + memoryview(data)[:cut]
+        carry = data[cut:] if cut else carry + data
     if carry:
         yield carry
 
@@ -135,90 +130,71 @@ def _refuse_binary(head: bytes, name: str) -> None:
 
 
 class Scanner:
-    """Feeds blocks through the keyword screen and the signatures; collects hits."""
+    """Feeds blocks through the signature screen and the exact patterns; collects hits."""
 
     def __init__(self, signatures: list[CompiledSignature]) -> None:
         self.hits = {(s.error, s.index): SignatureHits(s) for s in signatures}
-        self.by_keyword: dict[bytes, list[SignatureHits]] = {}
-        self.unscreened: list[SignatureHits] = []
-        for entry in self.hits.values():
-            if entry.signature.keywords is None:
-                self.unscreened.append(entry)
-            for keyword in entry.signature.keywords or ():
-                self.by_keyword.setdefault(keyword, []).append(entry)
+        self.screen = Screen(signatures)
         self.line = 1  # number of the first line of the next block
         self.size = 0
         self.blank = True  # nothing but whitespace so far
         self.ends_open = False  # the last block did not end with a line break
         self.previous_tail: list[str] = []
 
-    def feed(self, block: bytes) -> None:
-        """Scan one block (which ends at a line break or a cut)."""
+    def prepare(self, block: bytes) -> bytes:
+        """Account for one raw block (which ends at a line break or a cut); drop colour codes."""
         self.size += len(block)
-        if self.blank and block.strip():
+        if self.blank and not block.isspace():
             self.blank = False
         self.ends_open = not block.endswith(b"\n")
-        if b"\x1b" in block:
-            block = _ANSI.sub(b"", block)
-        candidates = self._candidates(block)
-        if self.unscreened:
-            candidates.extend(self._every_line(block))
-        self._match(block, candidates)
-        self.previous_tail = [clean_line(x) for x in block[-8192:].split(b"\n")[-CONTEXT_BEFORE:]]
+        return _ANSI.sub(b"", block) if b"\x1b" in block else block
+
+    def finish(self, block: bytes, candidates: list[CompiledSignature]) -> None:
+        """Find the lines of a prepared block that the screen's candidates match."""
+        waiting = [
+            entry
+            for signature in candidates
+            if (entry := self.hits[signature.error, signature.index]).count < MAX_COUNT
+        ]
+        if waiting:
+            self._match(block, waiting)
+        self.previous_tail = [clean_line(x[:MAX_LINE]) for x in block[-8192:].split(b"\n")[-CONTEXT_BEFORE:]]
         self.line += block.count(b"\n")
 
-    def _candidates(self, block: bytes) -> list[tuple[int, SignatureHits]]:
-        lowered = block.lower()
-        found: list[tuple[int, SignatureHits]] = []
-        for keyword, entries in self.by_keyword.items():
-            waiting = [e for e in entries if e.count < MAX_COUNT]
-            if not waiting:
-                continue
-            pos = lowered.find(keyword)
-            taken = 0
-            while pos >= 0 and taken < MAX_COUNT * 4:
-                found.extend((pos, e) for e in waiting)
-                taken += 1
-                end = lowered.find(b"\n", pos)
-                if end < 0:
-                    break
-                pos = lowered.find(keyword, end)
-        return found
-
-    def _every_line(self, block: bytes) -> list[tuple[int, SignatureHits]]:
-        waiting = [e for e in self.unscreened if e.count < MAX_COUNT]
-        found: list[tuple[int, SignatureHits]] = []
-        if not waiting:
-            return found
-        start = 0
-        for piece in block.split(b"\n"):
-            if piece.strip():
-                found.extend((start, e) for e in waiting)
-            start += len(piece) + 1
-        return found
-
-    def _match(self, block: bytes, candidates: list[tuple[int, SignatureHits]]) -> None:
-        candidates.sort(key=lambda item: item[0])
+    def _match(self, block: bytes, waiting: list[SignatureHits]) -> None:
+        found: list[tuple[int, int, str, SignatureHits]] = []
+        for entry in waiting:
+            found.extend(self._lines_of(block, entry))
+        found.sort(key=lambda item: item[0])
         counted_to, line = 0, self.line
-        seen: set[tuple[int, int]] = set()
-        for pos, entry in candidates:
-            line += block.count(b"\n", counted_to, pos)
-            counted_to = pos
-            start = max(block.rfind(b"\n", 0, pos) + 1, pos - MAX_LINE // 2)
-            end = block.find(b"\n", pos)
-            end = min(len(block) if end < 0 else end, start + MAX_LINE)
-            key = (id(entry), start)
-            if key in seen or entry.count >= MAX_COUNT:
-                continue
-            seen.add(key)
-            text = clean_line(block[start:end])
-            if not entry.signature.regex.search(text):
-                continue
-            entry.count += 1
+        for start, end, text, entry in found:
+            line += block.count(b"\n", counted_to, start)
+            counted_to = start
+            if not entry.lines:
+                entry.before, entry.after = self._context(block, start, end)
             if len(entry.lines) < KEEP_LINES:
                 entry.lines.append(Hit(line, text))
-            if entry.count == 1:
-                entry.before, entry.after = self._context(block, start, end)
+
+    def _lines_of(self, block: bytes, entry: SignatureHits) -> Iterator[tuple[int, int, str, SignatureHits]]:
+        """(line start, line end, cleaned text) of each line in the block the signature matches."""
+        signature, pos = entry.signature, 0
+        while entry.count < MAX_COUNT:
+            hit = signature.screen.search(block, pos)
+            if hit is None:
+                return
+            at = hit.start()
+            start = block.rfind(b"\n", 0, at) + 1
+            end = block.find(b"\n", at)
+            end = len(block) if end < 0 else end
+            pos = end + 1
+            # a line longer than the window is judged on the window around the hit
+            low, high = max(start, at - WINDOW // 4), min(end, at + WINDOW)
+            text = clean_line(block[low:high])
+            match = signature.exact.search(text)
+            if match is None:
+                continue
+            entry.count += 1
+            yield start, end, _shown(text, match.start()), entry
 
     def _context(self, block: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
         head = block[max(0, start - 16384) : start].split(b"\n")[:-1][-CONTEXT_BEFORE:]
@@ -227,6 +203,14 @@ class Scanner:
             before = self.previous_tail[-(CONTEXT_BEFORE - len(before)) :] + before
         tail = block[end + 1 : end + 1 + 16384].split(b"\n")[:CONTEXT_AFTER]
         return before, [clean_line(x[:MAX_LINE]) for x in tail]
+
+
+def _shown(text: str, at: int) -> str:
+    """The line as shown: whole when short, else MAX_LINE characters around the match."""
+    if len(text) <= MAX_LINE:
+        return text
+    low = max(0, min(at - MAX_LINE // 2, len(text) - MAX_LINE))
+    return text[low : low + MAX_LINE]
 
 
 def scan_log(source: str, signatures: list[CompiledSignature]) -> ScanResult:
@@ -240,10 +224,22 @@ def scan_log(source: str, signatures: list[CompiledSignature]) -> ScanResult:
 
 
 def scan_stream(stream: BinaryIO, name: str, signatures: list[CompiledSignature]) -> ScanResult:
-    """Scan an open binary stream; ``name`` is used in messages."""
+    """Scan an open binary stream; ``name`` is used in messages.
+
+    The screen of one block (RE2, which releases the GIL) runs in a worker thread while this
+    thread reads and prepares the next block and counts the lines of the one before.
+    """
     scanner = Scanner(signatures)
-    for block in iter_blocks(stream, name):
-        scanner.feed(block)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbgen-triage") as pool:
+        pending: tuple[bytes, Future[list[CompiledSignature]]] | None = None
+        for raw in iter_blocks(stream, name):
+            block = scanner.prepare(raw)
+            job = (block, pool.submit(scanner.screen.candidates, block))
+            if pending is not None:
+                scanner.finish(pending[0], pending[1].result())
+            pending = job
+        if pending is not None:
+            scanner.finish(pending[0], pending[1].result())
     if scanner.blank:
         raise KbgenError(f"{name}: the log is empty", hint="pass the file the failing command wrote to")
     lines = scanner.line - 1 + (1 if scanner.ends_open else 0)
