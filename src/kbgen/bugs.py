@@ -20,8 +20,8 @@ import yaml
 
 from kbgen import clock
 from kbgen.errors import ConflictError, KbgenError, UnknownIdError, relpath
-from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status
-from kbgen.roundtrip import plain, save_changes, splice
+from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity
+from kbgen.roundtrip import plain, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
 _MAX_TRIES = 10_000
@@ -132,12 +132,17 @@ def claim_id(project: Project, day: dt.date, render: Any, slug: str = "") -> tup
     raise KbgenError(f"no free bug id left for {day}")  # pragma: no cover
 
 
+def steps_from(diagnostics: list[Any]) -> list[ProgressStep]:
+    """An error type's diagnostic steps as a pending checklist (what decides each comes along)."""
+    keys = ("id", "title", "probe", "decided_by", "fails_if")
+    return [ProgressStep(**{k: getattr(d, k) for k in keys}) for d in diagnostics]
+
+
 def progress_from(kb: Kb, error_id: str | None) -> list[ProgressStep]:
     """The error type's diagnostic steps, as the new bug's (pending) checklist."""
     if not error_id:
         return []
-    error = kb.errors[error_id].record
-    return [ProgressStep(id=s.id, title=s.title, probe=s.probe) for s in error.diagnostics]
+    return steps_from(kb.errors[error_id].record.diagnostics)
 
 
 def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
@@ -173,18 +178,6 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
 
 def _event(kind: EventKind, **values: Any) -> Event:
     return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
-
-
-def set_status(entry: Entry, status: Status, note: str | None) -> bool:
-    """Move a bug to ``status`` with a history event; False when it already has it and no note."""
-    bug: Bug = entry.record
-    if bug.status == status and not note:
-        return False
-    kind = EventKind.status if bug.status != status else EventKind.note
-    event = _event(kind, old=bug.status.value, new=status.value, note=note)
-    history = [*bug.history, event]
-    save_changes(entry.source, {"status": status, "updated": event.at, "history": history})
-    return True
 
 
 def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> tuple[str, Path]:

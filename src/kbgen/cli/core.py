@@ -1,4 +1,4 @@
-"""Commands over the records themselves: validate, new-bug, list, show, status, renumber, schema."""
+"""Commands over the records themselves: validate, new-bug, list, renumber, schema."""
 
 from __future__ import annotations
 
@@ -218,7 +218,7 @@ def _bug_template(project: Any) -> Any:
         ) from None
 
 
-# --------------------------------------------------------------------------- list / show
+# --------------------------------------------------------------------------- list
 
 
 @click.command("list")
@@ -265,66 +265,7 @@ def list_bugs(
         )
 
 
-@click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.option("--json", "as_json", is_flag=True)
-@click.pass_context
-def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
-    """Show one bug (an old id kept as an alias works too)."""
-    kb = load_clean_kb(ctx)
-    entry = kb.resolve_bug(bug_id)
-    bug = entry.record
-    if as_json:
-        click.echo(json.dumps(bug.model_dump(mode="json", by_alias=True), indent=2))
-        return
-    click.echo(f"{bug.id}: {bug.title}")
-    click.echo(f"  file:     {kb.project.rel(entry.path)}")
-    click.echo(f"  status:   {bug.status.value}    severity: {bug.severity.value}")
-    if bug.error:
-        click.echo(f"  error:    {bug.error} ({kb.errors[bug.error].record.title})")
-    for label, items in (("suspected", bug.suspected_causes), ("confirmed", bug.confirmed_causes)):
-        if items:
-            click.echo(f"  {label}: {', '.join(items)}")
-    if bug.message:
-        click.echo("  message:")
-        for line in bug.message.rstrip("\n").split("\n")[:20]:
-            click.echo(f"    {line}")
-    if bug.progress:
-        marks = {"passed": "[x]", "failed": "[!]", "skipped": "[-]", "pending": "[ ]"}
-        click.echo("  progress:")
-        for step in bug.progress:
-            probe = f"  (kbgen probe {step.probe})" if step.probe else ""
-            click.echo(f"    {marks[step.state.value]} {step.title}{probe}")
-    if bug.history:
-        last = bug.history[-1]
-        click.echo(f"  last event: {last.at.isoformat()} {last.kind.value}")
-
-
-# --------------------------------------------------------------------------- status / renumber / schema
-
-
-@click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES))
-@click.option("--note", help="Why; kept in the bug's history.")
-@click.pass_context
-def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -> None:
-    """Change a bug's status and record it in its history.
-
-    \b
-    Example:
-      kbgen status BUG-20251109-002 fixed --note "labels clamped in the dataset"
-    """
-    from kbgen.bugs import set_status
-    from kbgen.models import Status
-
-    kb = load_clean_kb(ctx)
-    entry = kb.resolve_bug(bug_id)
-    old = entry.record.status.value
-    if set_status(entry, Status(new_status), note):
-        click.echo(f"{entry.record.id}: {old} -> {new_status}")
-    else:
-        click.echo(f"{entry.record.id}: already {new_status}")
+# --------------------------------------------------------------------------- renumber / schema
 
 
 @click.command()

@@ -46,6 +46,11 @@ COLOURS = {
     help="Time limit for every probe, overriding each probe's own.",
 )
 @click.option("--redact-paths", is_flag=True, help="Write the home folder as ~ and the user name as <user>.")
+@click.option(
+    "--primary",
+    is_flag=True,
+    help="With --fill: this machine is the failing one (listed first on the bug). Default: the first filled.",
+)
 @click.pass_context
 def probe(
     ctx: click.Context,
@@ -56,6 +61,7 @@ def probe(
     list_only: bool,
     timeout: float | None,
     redact_paths: bool,
+    primary: bool,
 ) -> None:
     """Run probes: small checks of this machine, run in child processes.
 
@@ -67,7 +73,7 @@ def probe(
       kbgen probe                          # the default probes, as a table
       kbgen probe gpu compat               # chosen probes
       kbgen probe --json                   # machine-readable report
-      kbgen probe --fill BUG-20251109-002  # run the bug's probes, write the results into it
+      kbgen probe --fill BUG-20251109-002  # run the bug's probes, write this machine's results into it
       kbgen probe --python .venv/bin/python --fill BUG-20251109-002
       kbgen probe --list                   # what each probe checks
     """
@@ -91,12 +97,12 @@ def probe(
 
         raise ProbeError(f"the interpreter cannot run probes: {report.interpreter_error}")
     if fill is not None:
-        _fill(*fill, report, as_json)
+        _fill(*fill, report, as_json, primary)
 
 
 def _run(
     ctx: click.Context, session: ProbeSession, ids: list[str], bug_id: str | None, redact_paths: bool
-) -> tuple[ProbeReport, tuple[Entry, Any] | None]:
+) -> tuple[ProbeReport, tuple[Entry, Any, Any] | None]:
     from kbgen import clock
     from kbgen.probes.discovery import scan, select
 
@@ -116,7 +122,7 @@ def _run(
         for missing in plan.missing:
             click.echo(f"warning: {entry.record.id} names probe '{missing}', which does not exist", err=True)
         ids = ids or plan.probe_ids
-        fill = (entry, plan)
+        fill = (entry, plan, kb.fixes)
     chosen = select(specs, ids, problems)
     report = session.run(chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
     report.problems = [p.format() for p in problems]
@@ -159,13 +165,13 @@ def _show(report: ProbeReport, as_json: bool) -> None:
         click.echo(format_table(report, lambda text, status: click.style(text, fg=COLOURS.get(status))))
 
 
-def _fill(entry: Entry, plan: Any, report: ProbeReport, as_json: bool) -> None:
+def _fill(entry: Entry, plan: Any, fixes: Any, report: ProbeReport, as_json: bool, primary: bool) -> None:
     from kbgen import clock
     from kbgen.errors import ConflictError
     from kbgen.fill import fill_bug
 
     try:
-        outcome = fill_bug(entry, plan, report, now=clock.now(), by=clock.user())
+        outcome = fill_bug(entry, plan, report, now=clock.now(), by=clock.user(), primary=primary, fixes=fixes)
     except ConflictError as exc:
         saved = _save_report(report, entry.record.id)
         raise ConflictError(
@@ -183,6 +189,8 @@ def _fill(entry: Entry, plan: Any, report: ProbeReport, as_json: bool) -> None:
         message = f"{outcome.bug_id}: wrote {', '.join(outcome.changed)} to {rel}"
         if outcome.status_change:
             message += f"; status {outcome.status_change[0]} -> {outcome.status_change[1]}"
+    if outcome.verified_fixes:
+        message += f"; last_verified set on {', '.join(outcome.verified_fixes)}"
     click.echo(message, err=as_json)
 
 
