@@ -22,7 +22,7 @@ from kbgen import clock
 from kbgen.errors import ConflictError, KbgenError, UnknownIdError, relpath
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity
 from kbgen.roundtrip import plain, splice
-from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
+from kbgen.store import Kb, Project, atomic_write, check_id, encode, entry_files
 
 _MAX_TRIES = 10_000
 
@@ -135,7 +135,7 @@ def claim_id(project: Project, day: dt.date, render: Any, slug: str = "") -> tup
 def steps_from(diagnostics: list[Any]) -> list[ProgressStep]:
     """An error type's diagnostic steps as a pending checklist (what decides each comes along)."""
     keys = ("id", "title", "probe", "decided_by", "fails_if")
-    return [ProgressStep(**{k: getattr(d, k) for k in keys}) for d in diagnostics]
+    return [ProgressStep(**{k: v for k in keys if (v := getattr(d, k)) is not None}) for d in diagnostics]
 
 
 def progress_from(kb: Kb, error_id: str | None) -> list[ProgressStep]:

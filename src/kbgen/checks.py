@@ -67,7 +67,9 @@ def parse_check(text: str | None) -> Check | None:
     probe, sep, condition = text.partition(":")
     probe, condition = probe.strip(), condition.strip()
     if not sep or not probe or not condition:
-        raise CheckSyntaxError(f"{text!r}: expected 'manual' or 'PROBE: CONDITION', e.g. 'compat: arch_ok == true'")
+        raise CheckSyntaxError(
+            f"{text!r}: expected 'manual' or 'PROBE: CONDITION', e.g. 'compat: arch_ok == true'"
+        )
     if not all(c.isalnum() or c == "-" for c in probe):
         raise CheckSyntaxError(f"{text!r}: {probe!r} is not a probe id")
     try:
@@ -79,13 +81,17 @@ def parse_check(text: str | None) -> Check | None:
 
 
 def _check_tree(node: ast.AST, text: str) -> None:
-    allowed = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare, ast.Name, ast.Load)
-    allowed += (ast.Constant, ast.List, ast.Tuple, *_COMPARE)
+    allowed: tuple[type, ...] = (ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.Compare, ast.Name)
+    allowed += (ast.Load, ast.Constant, ast.List, ast.Tuple, *_COMPARE)
     for child in ast.walk(node):
         if not isinstance(child, allowed):
             what = type(child).__name__
-            raise CheckSyntaxError(f"{text!r}: {what} is not allowed; use facts, literals, comparisons, and/or/not")
-        if isinstance(child, ast.Constant) and not isinstance(child.value, (str, int, float, bool, type(None))):
+            raise CheckSyntaxError(
+                f"{text!r}: {what} is not allowed; use facts, literals, comparisons, and/or/not"
+            )
+        if isinstance(child, ast.Constant) and not isinstance(
+            child.value, (str, int, float, bool, type(None))
+        ):
             raise CheckSyntaxError(f"{text!r}: only strings, numbers, true, false and null are literals")
 
 
@@ -104,14 +110,14 @@ def _eval(node: ast.expr, values: dict[str, Any]) -> Any:
     assert isinstance(node, ast.Compare)
     left = _eval(node.left, values)
     results = []
-    for op, right_node in zip(node.ops, node.comparators):
+    for op, right_node in zip(node.ops, node.comparators, strict=True):
         right = _eval(right_node, values)
         results.append(_truth(_compare(type(op), left, right)))
         left = right
     return _bool_op(True, results)
 
 
-def _compare(op: type, left: Any, right: Any) -> Any:
+def _compare(op: type[ast.cmpop], left: Any, right: Any) -> Any:
     if left is _MISSING or right is _MISSING:
         return _MISSING
     left, right = _numeric(left, right), _numeric(right, left)

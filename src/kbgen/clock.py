@@ -41,7 +41,11 @@ def _git_user() -> str | None:
 
     try:
         done = subprocess.run(
-            ["git", "config", "user.name"], capture_output=True, text=True, timeout=5, stdin=subprocess.DEVNULL
+            ["git", "config", "user.name"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None

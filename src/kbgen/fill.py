@@ -109,8 +109,10 @@ def _missing_finding(probe_id: str, when: dt.datetime) -> Finding:
     return Finding(probe=probe_id, status=ProbeStatus.error, message=message, when=when)
 
 
-def new_findings(old: list[Finding], report: ProbeReport, missing: list[str], when: dt.datetime) -> list[Finding]:
-    """This run's findings first (in run order), then this machine's older findings of probes that did not run."""
+def new_findings(
+    old: list[Finding], report: ProbeReport, missing: list[str], when: dt.datetime
+) -> list[Finding]:
+    """This run's findings first (in run order), then this machine's older ones of probes not run now."""
     fresh = [Finding(probe=r.id, status=r.status, message=r.message, when=when) for r in report.results]
     fresh += [_missing_finding(i, when) for i in missing]
     ran = {f.probe for f in fresh}
@@ -139,11 +141,19 @@ def _why_not(step: ProgressStep, result: ProbeResult) -> str:
 
 
 def update_step(
-    step: ProgressStep, report: ProbeReport, host: str, when: dt.datetime
+    step: ProgressStep,
+    report: ProbeReport,
+    host: str,
+    when: dt.datetime,
+    missing: list[str] = [],  # noqa: B006
 ) -> tuple[ProgressStep, ProgressStep | None]:
     """The step after this run, and the step it replaced when a decided state changed on this host."""
     result = report.result(step.probe) if step.probe and parse_check(step.decided_by) else None
     if result is None:
+        if step.probe in missing and step.state == StepState.pending:
+            return step.model_copy(
+                update={"evidence": f"error: no probe '{step.probe}' to run", "when": when}
+            ), None
         return step, None
     verdict = step_verdict(step, result)
     mine = step.host == host
@@ -154,8 +164,12 @@ def update_step(
         return new, replaced
     if step.state == StepState.pending or (step.state == StepState.skipped and mine):
         state = StepState.skipped if verdict == StepState.skipped else StepState.pending
-        evidence = _evidence(result, host) if state == StepState.skipped else f"on {host}: {_why_not(step, result)}"
-        return step.model_copy(update={"state": state, "evidence": evidence, "when": when, "host": host}), None
+        evidence = (
+            _evidence(result, host) if state == StepState.skipped else f"on {host}: {_why_not(step, result)}"
+        )
+        return step.model_copy(
+            update={"state": state, "evidence": evidence, "when": when, "host": host}
+        ), None
     return step, None
 
 
@@ -165,7 +179,10 @@ def status_after(bug: Bug, report: ProbeReport, *, primary: bool) -> tuple[Statu
     if result is None:
         return None
     if bug.status == Status.open and result.status in FAILING:
-        return Status.confirmed, f"repro probe {result.id} reproduced it on {report.host}: {_evidence(result)}"
+        return (
+            Status.confirmed,
+            f"repro probe {result.id} reproduced it on {report.host}: {_evidence(result)}",
+        )
     if bug.status == Status.fixed and result.status == ProbeStatus.pass_ and primary:
         return Status.verified, f"repro probe {result.id} passes on {report.host}: {_evidence(result)}"
     return None
@@ -241,16 +258,28 @@ def compute_changes(
     history = list(bug.history)
     progress = []
     for step in plan.steps:
-        new, replaced = update_step(step, report, report.host, report.collected_at)
+        new, replaced = update_step(step, report, report.host, report.collected_at, plan.missing)
         progress.append(new)
         if replaced is not None:
-            note = f"step {step.id} on {report.host}: was {replaced.state.value} ({replaced.evidence or 'no evidence'})"
-            history.append(Event(at=now, kind=EventKind.step, by=by, old=replaced.state.value, new=new.state.value, note=note))
+            was = f"{replaced.state.value} ({replaced.evidence or 'no evidence'})"
+            note = f"step {step.id} on {report.host}: was {was}"
+            history.append(
+                Event(
+                    at=now,
+                    kind=EventKind.step,
+                    by=by,
+                    old=replaced.state.value,
+                    new=new.state.value,
+                    note=note,
+                )
+            )
     moved = status_after(bug, report, primary=envs[0] is env)
     proposed: dict[str, Any] = {"environments": envs, "progress": progress}
     if moved is not None:
         proposed["status"] = moved[0]
-        event = Event(at=now, kind=EventKind.status, by=by, old=bug.status.value, new=moved[0].value, note=moved[1])
+        event = Event(
+            at=now, kind=EventKind.status, by=by, old=bug.status.value, new=moved[0].value, note=moved[1]
+        )
         history.append(event)
     steps_changed = [s.model_dump(exclude={"when"}) for s in progress] != [
         s.model_dump(exclude={"when"}) for s in bug.progress
@@ -283,7 +312,9 @@ def fill_bug(
     report_path = _write_report(entry, bug, report)
     written = save_bug(entry, changes) if changes else False
     moved = (bug.status.value, changes["status"].value) if "status" in changes else None
-    verified = mark_verified(bug, fixes or {}, now.date()) if moved and moved[1] == Status.verified.value else []
+    verified = (
+        mark_verified(bug, fixes or {}, now.date()) if moved and moved[1] == Status.verified.value else []
+    )
     return FillOutcome(bug.id, entry.path, written, sorted(changes), moved, report_path, verified)
 
 

@@ -270,7 +270,9 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
     """A status must be backed by what the record says happened."""
     bug: Bug = entry.record
     if bug.status == Status.verified:
-        passing = any(f.probe == bug.repro and f.status == ProbeStatus.pass_ for f in bug.findings)  # failing machine
+        passing = any(
+            f.probe == bug.repro and f.status == ProbeStatus.pass_ for f in bug.findings
+        )  # failing machine
         if not bug.repro or not passing:
             yield _at(
                 kb,

@@ -90,7 +90,10 @@ def _checklist(bug: Any) -> list[str]:
     for step in bug.progress:
         out.append(f"  {MARKS[step.state.value]} {step.id}: {step.title}")
         decides = f"decided by {step.decided_by}" + (f"; fails if {step.fails_if}" if step.fails_if else "")
-        out.append(f"      {decides}" + (f" (probe {step.probe})" if step.decided_by == "manual" and step.probe else ""))
+        out.append(
+            f"      {decides}"
+            + (f" (probe {step.probe})" if step.decided_by == "manual" and step.probe else "")
+        )
         if step.evidence:
             out.append(f"      evidence: {step.evidence}")
     return out
@@ -114,8 +117,12 @@ def _causes_and_fixes(bug: Any) -> list[str]:
 @click.argument("bug_id", metavar="BUG-ID")
 @click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES))
 @click.option("--note", help="Why; kept in the bug's history.")
-@click.option("--cause", metavar="CAUSE-ID", help="The root cause found (kb/causes/); added to confirmed_causes.")
-@click.option("--fix", "fix_id", metavar="FIX-ID", help="The fix applied (kb/fixes/); recorded in fixes_tried.")
+@click.option(
+    "--cause", metavar="CAUSE-ID", help="The root cause found (kb/causes/); added to confirmed_causes."
+)
+@click.option(
+    "--fix", "fix_id", metavar="FIX-ID", help="The fix applied (kb/fixes/); recorded in fixes_tried."
+)
 @click.option(
     "--outcome",
     type=click.Choice(OUTCOMES),

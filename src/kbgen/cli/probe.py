@@ -171,7 +171,9 @@ def _fill(entry: Entry, plan: Any, fixes: Any, report: ProbeReport, as_json: boo
     from kbgen.fill import fill_bug
 
     try:
-        outcome = fill_bug(entry, plan, report, now=clock.now(), by=clock.user(), primary=primary, fixes=fixes)
+        outcome = fill_bug(
+            entry, plan, report, now=clock.now(), by=clock.user(), primary=primary, fixes=fixes
+        )
     except ConflictError as exc:
         saved = _save_report(report, entry.record.id)
         raise ConflictError(
