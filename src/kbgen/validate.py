@@ -96,7 +96,7 @@ def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
             yield ("causes", i, "cause"), "cause", ref.cause
         for i, step in enumerate(r.diagnostics):
             if step.probe:
-                yield ("diagnostics", i), "probe", step.probe
+                yield ("diagnostics", i, _probe_key(step)), "probe", step.probe
         for name in ("related", "secondary_to"):
             for i, other in enumerate(getattr(r, name)):
                 yield (name, i), "error", other
@@ -108,6 +108,11 @@ def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
             yield ("verify_probe",), "probe", r.verify_probe
     elif kind == "bug":
         yield from _bug_refs(r)
+
+
+def _probe_key(step: Any) -> str:
+    """Where a step names its probe: ``probe``, or else its ``decided_by`` condition."""
+    return "probe" if "probe" in step.model_fields_set else "decided_by"
 
 
 def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
@@ -123,7 +128,7 @@ def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
             yield ("environments", j, "findings", i, "probe"), "probe", finding.probe
     for i, step in enumerate(bug.progress):
         if step.probe:
-            yield ("progress", i), "probe", step.probe
+            yield ("progress", i, _probe_key(step)), "probe", step.probe
     if bug.repro:
         yield ("repro",), "probe", bug.repro
     for i, other in enumerate(bug.related):
@@ -246,8 +251,12 @@ def _mask(body: str) -> str:
     return "\n".join(out)
 
 
+#: how a section the person has not filled yet starts (see templates/bug.md.j2)
+PROMPT = "<!-- prompt:"
+
+
 def _empty_sections(rel: str, body: str, first_line: int, raw: str) -> Iterator[Problem]:
-    """Sections with nothing in them; one holding only a prompt comment (``<!-- … -->``, as
+    """Sections with nothing in them. One holding a prompt (``<!-- prompt: … -->``, as
     ``kbgen new-bug`` writes them) is waiting to be filled, not empty. ``body`` is ``raw`` masked."""
     headings = list(_HEADING_RE.finditer(body))
     for index, match in enumerate(headings):
@@ -256,7 +265,7 @@ def _empty_sections(rel: str, body: str, first_line: int, raw: str) -> Iterator[
             continue  # its content is in its sub-sections
         end = following.start() if following else len(body)
         content = body[match.end() : end]
-        if not content.strip() and "<!--" not in raw[match.end() : end]:
+        if not content.strip() and PROMPT not in raw[match.end() : end]:
             line = first_line + body.count("\n", 0, match.start())
             yield Problem(
                 rel, line, None, f"section '{match.group(2)}' is empty", "warning", code="empty-section"
