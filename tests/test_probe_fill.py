@@ -186,14 +186,16 @@ def test_crashing_repro_confirms_and_fails_its_step(kb_project: Path) -> None:
         kb_project,
         "repro: repro\nprogress:\n  - id: run-repro\n    title: Run the repro\n"
         "    decided_by: 'repro: status == \"pass\"'\n"
-        "    fails_if: 'repro: status in [\"fail\", \"crash\"]'",
+        '    fails_if: \'repro: status in ["fail", "crash"]\'',
     )
     result = invoke("probe", "--fill", BUG_ID, "repro")
     assert result.exit_code == 0
     data = frontmatter(kb_project)
     assert data["status"] == "confirmed"
     assert data["progress"][0]["state"] == "failed"
-    assert data["progress"][0]["evidence"].startswith("on testhost: crash: the probe's process died of SIGILL")
+    assert data["progress"][0]["evidence"].startswith(
+        "on testhost: crash: the probe's process died of SIGILL"
+    )
     assert data["progress"][0]["evidence"].endswith("[SIGILL]")
 
 

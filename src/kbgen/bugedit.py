@@ -71,10 +71,11 @@ def _known(kb: Kb, kind: str, record_id: str, option: str) -> None:
 def with_fix(bug: Bug, fix: str, outcome: Outcome, note: str | None, day: dt.date) -> list[FixAttempt]:
     """``fixes_tried`` with ``fix`` recorded: an earlier attempt of the same fix is updated in place."""
     attempts = list(bug.fixes_tried)
-    new = FixAttempt(fix=fix, outcome=outcome, note=note, date=day)
+    new = FixAttempt(fix=fix, outcome=outcome, date=day, **({"note": note} if note else {}))
     for i, attempt in enumerate(attempts):
         if attempt.fix == fix:
-            attempts[i] = new if note else new.model_copy(update={"note": attempt.note})
+            kept = {"note": attempt.note} if attempt.note and not note else {}
+            attempts[i] = new.model_copy(update=kept)
             return attempts
     return [*attempts, new]
 
