@@ -284,6 +284,9 @@ def run():
 """
 
 
+REPORT = '{"schema_version": 1, "host": "wsl-rtx3060"}\n'
+
+
 def site_kb_files() -> dict[str, str]:
     """The fixture KB as ``{relative path: text}``."""
     return {
@@ -296,7 +299,7 @@ def site_kb_files() -> dict[str, str]:
         "kb/bugs/BUG-20251109-002.md": BUG_FILLED,
         "kb/bugs/BUG-20251112-014.md": BUG_HOSTILE,
         "kb/bugs/BUG-20251020-001.md": BUG_FIXED,
-        "kb/bugs/BUG-20251109-002/env-wsl-rtx3060-1a2b3c.json": '{"schema_version": 1, "host": "wsl-rtx3060"}\n',
+        "kb/bugs/BUG-20251109-002/env-wsl-rtx3060-1a2b3c.json": REPORT,
         "kb/probes/label-range.py": PROBE,
     }
 

@@ -7,7 +7,6 @@ This file is about the shipped content on purpose; other tests build their own f
 from __future__ import annotations
 
 import json
-
 import re
 import shutil
 from pathlib import Path
