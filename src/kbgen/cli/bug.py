@@ -89,11 +89,14 @@ def _checklist(bug: Any) -> list[str]:
     out = ["", "Checklist:"]
     for step in bug.progress:
         out.append(f"  {MARKS[step.state.value]} {step.id}: {step.title}")
-        decides = f"decided by {step.decided_by}" + (f"; fails if {step.fails_if}" if step.fails_if else "")
-        out.append(
-            f"      {decides}"
-            + (f" (probe {step.probe})" if step.decided_by == "manual" and step.probe else "")
-        )
+        if step.decided_by == "manual":
+            helps = f"; probe {step.probe} helps" if step.probe else ""
+            decides = f"by hand: kbgen step {bug.id} {step.id} done --note ...{helps}"
+        else:
+            decides = f"decided by {step.decided_by}" + (
+                f"; fails if {step.fails_if}" if step.fails_if else ""
+            )
+        out.append(f"      {decides}")
         if step.evidence:
             out.append(f"      evidence: {step.evidence}")
     return out

@@ -133,7 +133,9 @@ def new_bug(ctx: click.Context, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
 
     Prompts for what is missing when run in a terminal. The file is rendered from
-    templates/bug.md.j2 and passes `kbgen validate` as written.
+    templates/bug.md.j2 and passes `kbgen validate --strict` as written: the sections left
+    for you hold `<!-- prompt: ... -->` comments. With --from-log the title names the error
+    and where it failed (`CUDA illegal memory access in bce_loss.py:31 (forward)`).
 
     \b
     Examples:
