@@ -247,6 +247,22 @@ def _content(env: Environment | None) -> Any:
     return (env.facts, [f.model_dump(exclude={"when"}) for f in env.findings])
 
 
+def fill_steps(
+    plan: FillPlan, report: ProbeReport, history: list[Event], *, now: dt.datetime, by: str | None
+) -> list[ProgressStep]:
+    """The checklist after this run; a decided state replaced on this host adds a ``step`` event."""
+    progress = []
+    for step in plan.steps:
+        new, replaced = update_step(step, report, report.host, report.collected_at, plan.missing)
+        progress.append(new)
+        if replaced is not None:
+            was = f"{replaced.state.value} ({replaced.evidence or 'no evidence'})"
+            note = f"step {step.id} on {report.host}: was {was}"
+            old, state = replaced.state.value, new.state.value
+            history.append(Event(at=now, kind=EventKind.step, by=by, old=old, new=state, note=note))
+    return progress
+
+
 def compute_changes(
     bug: Bug, plan: FillPlan, report: ProbeReport, *, now: dt.datetime, by: str | None, primary: bool = False
 ) -> dict[str, Any]:
@@ -256,23 +272,7 @@ def compute_changes(
     env = new_environment(old, bug, plan, report)
     envs, new_machine = place(bug.environments, env, primary=primary)
     history = list(bug.history)
-    progress = []
-    for step in plan.steps:
-        new, replaced = update_step(step, report, report.host, report.collected_at, plan.missing)
-        progress.append(new)
-        if replaced is not None:
-            was = f"{replaced.state.value} ({replaced.evidence or 'no evidence'})"
-            note = f"step {step.id} on {report.host}: was {was}"
-            history.append(
-                Event(
-                    at=now,
-                    kind=EventKind.step,
-                    by=by,
-                    old=replaced.state.value,
-                    new=new.state.value,
-                    note=note,
-                )
-            )
+    progress = fill_steps(plan, report, history, now=now, by=by)
     moved = status_after(bug, report, primary=envs[0] is env)
     proposed: dict[str, Any] = {"environments": envs, "progress": progress}
     if moved is not None:
@@ -284,7 +284,7 @@ def compute_changes(
     steps_changed = [s.model_dump(exclude={"when"}) for s in progress] != [
         s.model_dump(exclude={"when"}) for s in bug.progress
     ]
-    moved_up = primary and envs != bug.environments
+    moved_up = primary and bool(bug.environments) and bug.environments[0].host != env.host
     if moved is not None or new_machine or moved_up or steps_changed or _content(env) != _content(old):
         note = _summary(report, plan.missing, bug.repro, new_machine)
         history.append(Event(at=now, kind=EventKind.probe_fill, by=by, note=note))

@@ -291,6 +291,25 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
                 f"`kbgen probe --fill {bug.id}` after the fix",
                 code="status",
             )
+    yield from _closed_without_why(kb, entry)
+    yield from _old_shape(kb, entry)
+    if bug.status == Status.duplicate and not bug.related:
+        yield _at(
+            kb, entry, ("status",), "a duplicate should name the bug it duplicates in `related`", "warning"
+        )
+    if bug.confirmed_causes and bug.status == Status.open:
+        yield _at(
+            kb,
+            entry,
+            ("status",),
+            "has confirmed causes but is still 'open'; consider 'confirmed'",
+            "warning",
+        )
+
+
+def _closed_without_why(kb: Kb, entry: Entry) -> Iterator[Problem]:
+    """A fixed or verified bug should name its cause and a fix that worked."""
+    bug: Bug = entry.record
     if bug.status in (Status.fixed, Status.verified):
         worked = [a.fix for a in bug.fixes_tried if a.outcome == Outcome.worked]
         missing = (["no confirmed cause"] if not bug.confirmed_causes else []) + (
@@ -306,6 +325,9 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
                 "warning",
                 code="closed-without-why",
             )
+
+
+def _old_shape(kb: Kb, entry: Entry) -> Iterator[Problem]:
     if legacy := [k for k in ("environment", "findings") if k in entry.source.parsed.data]:
         yield _at(
             kb,
@@ -315,16 +337,4 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
             "`environments`, one per machine (any kbgen write to this bug does it too)",
             "warning",
             code="old-shape",
-        )
-    if bug.status == Status.duplicate and not bug.related:
-        yield _at(
-            kb, entry, ("status",), "a duplicate should name the bug it duplicates in `related`", "warning"
-        )
-    if bug.confirmed_causes and bug.status == Status.open:
-        yield _at(
-            kb,
-            entry,
-            ("status",),
-            "has confirmed causes but is still 'open'; consider 'confirmed'",
-            "warning",
         )
