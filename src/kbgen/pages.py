@@ -278,6 +278,13 @@ class WriteReport:
     removed: list[str] = field(default_factory=list)
 
 
+def report_files(project: Project) -> dict[str, Path]:
+    """The full probe reports kept beside bugs (``kb/bugs/BUG-…/env-*.json``), by site uri;
+    bug pages link to them."""
+    folder = project.folder("bug")
+    return {f"bugs/{p.parent.name}/{p.name}": p for p in sorted(folder.glob("BUG-*/env-*.json"))}
+
+
 def write_pages(files: dict[str, bytes], out: Path) -> WriteReport:
     """Write ``{relative path: content}`` under ``out``, touching only files whose bytes differ.
 

@@ -93,8 +93,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                     f"page {page.uri}; remove or rename it"
                 )
             files.append(self._file(config, page, docs))
-        for path in sorted(self.project.folder("bug").glob("BUG-*/env-*.json")):
-            uri = f"bugs/{path.parent.name}/{path.name}"  # the full probe reports bug pages link to
+        for uri, path in pages.report_files(self.project).items():  # bug pages link to them
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
