@@ -224,11 +224,9 @@ class SiteData:
             parts.append(f"cause {kind}: {names}")
         if bug.fixes_tried:
             outcomes = Counter(a.outcome.value for a in bug.fixes_tried)
-            parts.append(
-                f"{len(bug.fixes_tried)} fix(es) tried ("
-                + ", ".join(f"{n} {o}" for o, n in outcomes.items())
-                + ")"
-            )
+            count = len(bug.fixes_tried)
+            how = ", ".join(f"{n} {o}" for o, n in outcomes.items())
+            parts.append(f"{count} fix{'es' if count > 1 else ''} tried ({how})")
         if bug.repro and len(bug.environments) > 1:
             parts.extend(self._repro_on(bug))
         return "; ".join(parts) + "."
