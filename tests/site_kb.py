@@ -39,10 +39,12 @@ causes:
 diagnostics:
   - id: fresh-process
     title: A fresh process can run CUDA work
-    probe: cuda-smoke
+    decided_by: 'cuda-smoke: status == "pass"'
+    fails_if: 'cuda-smoke: status == "fail"'
     expect: a small matmul passes
   - id: index-ranges
     title: Label ranges checked on the CPU
+    decided_by: manual
 related: [cuda-device-side-assert]
 tags: [cuda, memory]
 sources:
@@ -148,44 +150,65 @@ message: |
     File "ocr/models/loss/bce_loss.py", line 31, in forward
       positive_count = int(positive.sum().item())
   torch.AcceleratorError: CUDA error: an illegal memory access was encountered
-environment:
-  collected_at: 2025-11-10T09:15:00+09:00
-  host: wsl-rtx3060
-  python: 3.10.12
-  values:
-    gpu.name: NVIDIA GeForce RTX 3060
-    gpu.capability: '8.6'
-    gpu.driver: '581.15'
-    gpu.driver_cuda: '13.0'
-    torch-build.version: 2.8.0+cu128
-    torch-build.cuda: '12.8'
-    system.os: Ubuntu 22.04.5 LTS
-    system.kernel: 6.6.87.2-microsoft-standard-WSL2
-    cpu.model: AMD Ryzen 7 5800X
-    cpu.avx2: true
-findings:
-  - probe: gpu
-    status: pass
-    message: RTX 3060, sm_86, driver 581.15
-    when: 2025-11-10T09:15:00+09:00
-  - probe: compat
-    status: warn
-    message: the driver supports CUDA 13.0; the wheel uses 12.8 (fine)
-    when: 2025-11-10T09:15:00+09:00
-  - probe: cuda-smoke
-    status: fail
-    message: matmul raised an illegal memory access
-    when: 2025-11-10T09:15:00+09:00
+environments:
+  - host: wsl-rtx3060
+    python: 3.10.12 (/home/mina/ocr/.venv/bin/python)
+    collected_at: 2025-11-10T09:15:00+09:00
+    report: BUG-20251109-002/env-wsl-rtx3060-1a2b3c.json
+    facts:
+      system.os: Ubuntu 22.04.5 LTS
+      system.wsl: WSL2
+      system.kernel: 6.6.87.2-microsoft-standard-WSL2
+      gpu.name: NVIDIA GeForce RTX 3060
+      gpu.capability: '8.6'
+      gpu.driver: '581.15'
+      gpu.driver_cuda: '13.0'
+      torch-build.version: 2.8.0+cu128
+      torch-build.cuda: '12.8'
+      cpu.model: AMD Ryzen 7 5800X
+      cpu.verdict: pass
+    findings:
+      - probe: gpu
+        status: pass
+        message: RTX 3060, sm_86, driver 581.15
+        when: 2025-11-10T09:15:00+09:00
+      - probe: compat
+        status: warn
+        message: the driver supports CUDA 13.0; the wheel uses 12.8 (fine)
+        when: 2025-11-10T09:15:00+09:00
+      - probe: cuda-smoke
+        status: fail
+        message: matmul raised an illegal memory access
+        when: 2025-11-10T09:15:00+09:00
+  - host: mina-laptop
+    python: 3.11.9 (/usr/bin/python3)
+    collected_at: 2025-11-11T08:00:00+09:00
+    facts:
+      system.os: Ubuntu 24.04.1 LTS
+      system.wsl: 'no'
+      torch-build.version: 2.8.0+cpu
+      cpu.model: Intel(R) Core(TM) i7-1260P
+      cpu.verdict: pass
+    findings:
+      - probe: cuda-smoke
+        status: skip
+        message: no CUDA device
+        when: 2025-11-11T08:00:00+09:00
 progress:
   - id: fresh-process
     title: A fresh process can run CUDA work
-    probe: cuda-smoke
+    decided_by: 'cuda-smoke: status == "pass"'
+    fails_if: 'cuda-smoke: status == "fail"'
     state: failed
-    evidence: matmul raised an illegal memory access
+    evidence: 'on wsl-rtx3060: fail: matmul raised an illegal memory access'
+    host: wsl-rtx3060
     when: 2025-11-10T09:15:00+09:00
   - id: index-ranges
     title: Label ranges checked on the CPU
-    state: pending
+    state: passed
+    evidence: labels of batch 4127 go up to 7 with 5 classes
+    by: mina
+    when: 2025-11-11T10:00:00+09:00
 related: [BUG-20251112-014]
 tags: [loss, wsl2]
 assignee: mina
@@ -261,6 +284,9 @@ def run():
 """
 
 
+REPORT = '{"schema_version": 1, "host": "wsl-rtx3060"}\n'
+
+
 def site_kb_files() -> dict[str, str]:
     """The fixture KB as ``{relative path: text}``."""
     return {
@@ -273,6 +299,7 @@ def site_kb_files() -> dict[str, str]:
         "kb/bugs/BUG-20251109-002.md": BUG_FILLED,
         "kb/bugs/BUG-20251112-014.md": BUG_HOSTILE,
         "kb/bugs/BUG-20251020-001.md": BUG_FIXED,
+        "kb/bugs/BUG-20251109-002/env-wsl-rtx3060-1a2b3c.json": REPORT,
         "kb/probes/label-range.py": PROBE,
     }
 

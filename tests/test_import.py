@@ -174,7 +174,7 @@ def test_filled_report_maps_sections_to_fields(kb_project: Path) -> None:
     assert bug.message == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
     assert bug.error == "cuda-illegal-memory-access"
     assert [step.id for step in bug.progress] == ["check-gpu"]
-    assert bug.environment.values == {
+    assert bug.primary.facts == {
         "os": "Linux 6.6.87.2-microsoft-standard-WSL2 (WSL2)",
         "python": "3.10.12",
         "torch": "2.8.0+cu128",
@@ -212,7 +212,7 @@ def test_pasted_template_leftovers_are_dropped_and_mojibake_repaired(kb_project:
     assert bug.title == "CUDA Illegal Instruction in the FPN decoder"
     assert (bug.status, bug.severity) == (Status.investigating, Severity.high)
     assert bug.message == "torch.AcceleratorError: CUDA error: an illegal instruction was encountered"
-    assert bug.environment.values == {
+    assert bug.primary.facts == {
         "pipeline_version": "Training pipeline with PyTorch Lightning",
         "components": "`UniqueModelCheckpoint` callback; FPN decoder with convolution operations",
     }

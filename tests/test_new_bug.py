@@ -304,6 +304,9 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
             "triage",
             "import",
             "fleet",
+            "fix",
+            "step",
+            "migrate",
         ]
     )
     for name in commands:

@@ -57,7 +57,8 @@ repro: repro
 progress:
   - id: labels
     title: Labels are in range
-    probe: check-labels
+    decided_by: 'check-labels: status == "pass"'
+    fails_if: 'check-labels: status == "fail"'
   - id: manual
     title: Read the training loop
 """,
@@ -72,34 +73,28 @@ def test_fill_with_the_default_set_writes_environment_findings_progress_and_stat
     result = invoke("probe", "--fill", BUG_ID)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[-1] == (
-        f"{BUG_ID}: wrote environment, findings, history, progress, status, updated to kb/bugs/{BUG_ID}.md; "
+        f"{BUG_ID}: wrote environments, history, progress, status, updated to kb/bugs/{BUG_ID}.md; "
         "status open -> confirmed"
     )
     data = frontmatter(bug_with_repro)
-    env = data["environment"]
+    [env] = data["environments"]
     assert env["host"] == "testhost"
     assert env["collected_at"].isoformat() == "2025-11-21T10:00:00+00:00"
-    values = env["values"]
-    for key in (
-        "system.os",
-        "system.kernel",
-        "system.wsl",
-        "system.python",
-        "cpu.model",
-        "cpu.flags",
-        "cpu.capability",
-        "torch-build.version",
-        "torch-build.cuda",
-        "torch-build.cudnn",
-        "torch-build.arch_list",
-        "gpu.count",
-        "gpu.driver",
-        "gpu.driver_cuda",
-    ):
-        assert key in values, key
-    assert values["repro.count"] == 3
-    assert values["system.wsl"] in ("no", "WSL1", "WSL2")  # a string, not YAML's boolean `no`
-    findings = {f["probe"]: f for f in data["findings"]}
+    facts = env["facts"]
+    # the key facts only, never a null, never a tool package
+    assert {"system.os", "system.python", "cpu.model", "cpu.verdict", "torch-build.version"} <= set(facts)
+    assert None not in facts.values()
+    assert not [k for k in facts if k.startswith(("packages.", "repro.", "debug-env."))]
+    assert len(facts) <= 17
+    assert facts["system.wsl"] in ("no", "WSL1", "WSL2")  # a string, not YAML's boolean `no`
+    # the full report lies beside the bug, named in the entry
+    assert re.fullmatch(rf"{BUG_ID}/env-testhost-[0-9a-f]{{6}}\.json", env["report"])
+    full = json.loads((bug_with_repro / "kb" / "bugs" / env["report"]).read_text())
+    everything = {f"{r['id']}.{k}": v for r in full["results"] for k, v in r["facts"].items()}
+    assert everything["repro.count"] == 3
+    for key in ("cpu.flags", "torch-build.arch_list", "gpu.count", "gpu.driver", "gpu.driver_cuda"):
+        assert key in everything, key
+    findings = {f["probe"]: f for f in env["findings"]}
     assert list(findings) == [
         "system",
         "cpu",
@@ -119,7 +114,8 @@ def test_fill_with_the_default_set_writes_environment_findings_progress_and_stat
         "when": env["collected_at"],
     }
     assert data["progress"][0]["state"] == "passed"
-    assert data["progress"][0]["evidence"] == "pass: all good"
+    assert data["progress"][0]["evidence"] == "on testhost: pass: all good"
+    assert data["progress"][0]["host"] == "testhost"
     assert data["progress"][1] == {"id": "manual", "title": "Read the training loop"}
     assert data["status"] == "confirmed"
     kinds = [(e["kind"], e.get("from"), e.get("to")) for e in data["history"]]
@@ -155,10 +151,14 @@ def test_changed_results_add_one_event_and_replace_findings(bug_with_repro: Path
     result = invoke("probe", "--fill", BUG_ID, "repro", "check-labels", KBGEN_NOW="2025-11-22T08:30:00+00:00")
     assert result.exit_code == 0
     data = frontmatter(bug_with_repro)
-    assert [f["probe"] for f in data["findings"]] == ["repro", "check-labels"]
+    assert [f["probe"] for f in data["environments"][0]["findings"]] == ["repro", "check-labels"]
     assert data["progress"][0]["state"] == "failed"
-    assert data["progress"][0]["evidence"] == "fail: label 7 >= 5 classes"
-    assert [e["kind"] for e in data["history"]] == ["status", "probe-fill", "probe-fill"]
+    assert data["progress"][0]["evidence"] == "on testhost: fail: label 7 >= 5 classes"
+    # a later result on the same machine replaces the state; history keeps the old one
+    assert [e["kind"] for e in data["history"]] == ["status", "probe-fill", "step", "probe-fill"]
+    step = data["history"][2]
+    assert (step["from"], step["to"]) == ("passed", "failed")
+    assert step["note"] == "step labels on testhost: was passed (on testhost: pass: all good)"
 
 
 def test_passing_repro_verifies_a_fixed_bug(kb_project: Path) -> None:
@@ -183,14 +183,19 @@ def test_passing_repro_leaves_an_open_bug_open(kb_project: Path) -> None:
 def test_crashing_repro_confirms_and_fails_its_step(kb_project: Path) -> None:
     add_probe(kb_project, "repro", SIGILL)
     set_keys(
-        kb_project, "repro: repro\nprogress:\n  - id: run-repro\n    title: Run the repro\n    probe: repro"
+        kb_project,
+        "repro: repro\nprogress:\n  - id: run-repro\n    title: Run the repro\n"
+        "    decided_by: 'repro: status == \"pass\"'\n"
+        '    fails_if: \'repro: status in ["fail", "crash"]\'',
     )
     result = invoke("probe", "--fill", BUG_ID, "repro")
     assert result.exit_code == 0
     data = frontmatter(kb_project)
     assert data["status"] == "confirmed"
     assert data["progress"][0]["state"] == "failed"
-    assert data["progress"][0]["evidence"].startswith("crash: the probe's process died of SIGILL")
+    assert data["progress"][0]["evidence"].startswith(
+        "on testhost: crash: the probe's process died of SIGILL"
+    )
     assert data["progress"][0]["evidence"].endswith("[SIGILL]")
 
 
@@ -199,7 +204,7 @@ def test_bug_without_checklist_inherits_its_error_types_steps(kb_project: Path) 
     set_keys(kb_project, "repro: repro")
     assert invoke("probe", "--fill", BUG_ID, "repro").exit_code == 0
     assert frontmatter(kb_project)["progress"] == [
-        {"id": "check-gpu", "title": "GPU is visible and works", "probe": "gpu"}
+        {"id": "check-gpu", "title": "GPU is visible and works", "probe": "gpu", "decided_by": "manual"}
     ]
 
 
@@ -212,7 +217,7 @@ def test_a_step_naming_a_missing_probe_is_reported_not_fatal(kb_project: Path) -
     assert "state" not in data["progress"][0]  # still pending (the default is not written)
     assert data["progress"][0]["evidence"] == "error: no probe 'no-such-probe' to run"
     assert (
-        data["findings"][-1]["message"]
+        data["environments"][0]["findings"][-1]["message"]
         == "no probe with this id; add kb/probes/no-such-probe.py or fix the name"
     )
 
@@ -242,7 +247,7 @@ def test_bug_edited_while_probes_run_is_not_overwritten(kb_project: Path) -> Non
     result = invoke("probe", "--fill", BUG_ID, "repro")
     assert result.exit_code == 1
     assert path.read_text().endswith("Training died in the loss.\nA note typed while the probes ran.\n")
-    assert "environment" not in frontmatter(kb_project)
+    assert "environments" not in frontmatter(kb_project)
     message, hint = result.stderr.splitlines()
     assert message == f"Error: {path}: changed on disk while the probes ran; nothing was written to it"
     saved = re.fullmatch(
@@ -278,7 +283,12 @@ def test_secrets_never_reach_the_bug_file(kb_project: Path) -> None:
     for secret in (token, "hunter2", "s3cret", "a" * 30):
         assert secret not in text
         assert secret not in result.stdout
-    values = frontmatter(kb_project)["environment"]["values"]
+    [env] = frontmatter(kb_project)["environments"]
+    report = (kb_project / "kb" / "bugs" / env["report"]).read_text()
+    for secret in (token, "hunter2", "s3cret", "a" * 30):
+        assert secret not in report
+    full = json.loads(report)
+    values = {f"{r['id']}.{k}": v for r in full["results"] for k, v in r["facts"].items()}
     assert values["leaky.HF_TOKEN"] == "<redacted>"
     assert values["leaky.db_url"] == "postgres://bob:<redacted>@db/x"
     assert values["debug-env.NCCL_IB_PASSWORD"] == "<redacted>"

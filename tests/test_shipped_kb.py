@@ -6,6 +6,7 @@ This file is about the shipped content on purpose; other tests build their own f
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -390,9 +391,9 @@ def test_the_three_team_bugs_are_linked(kb: Kb) -> None:
     assert (bce.error, bce.repro) == ("cuda-illegal-memory-access", "bce-loss-repro")
     hunt = kb.bugs["BUG-20251109-001"].record
     assert "top-level-networked-import" in hunt.confirmed_causes
-    assert {"system.wsl", "gpu.capability", "torch-build.version", "cpu.flags"} <= set(
-        hunt.environment.values
-    )
+    assert {"system.wsl", "gpu.capability", "torch-build.version"} <= set(hunt.primary.facts)
+    report = json.loads((kb.project.folder("bug") / hunt.primary.report).read_text())
+    assert report["facts"]["cpu.flags"] == "avx avx2 sse4.1 sse4.2"  # beyond the key facts, beside the bug
     assert any(
         t.fix == "lazy-import-networked-library" and t.outcome.value == "worked" for t in hunt.fixes_tried
     )

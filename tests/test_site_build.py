@@ -137,6 +137,7 @@ def build_pages(project: Path, out: Path, *extra: str) -> tuple[int, str]:
 
 def test_build_pages_writes_only_what_changed(project: Path, tmp_path: Path) -> None:
     out = tmp_path / "pages"
+    # 20 record and index pages, the Fleet page, and the full probe report a bug page links to
     assert build_pages(project, out) == (0, f"{out}: 21 written, 0 unchanged, 0 removed\n")
     assert build_pages(project, out) == (0, f"{out}: 0 written, 21 unchanged, 0 removed\n")
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*.md")}

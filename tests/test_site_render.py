@@ -146,7 +146,7 @@ def test_message_fence_is_longer_than_any_backtick_run_inside(env: object, site:
     assert "`````text\n{% raw %}" in text
     html = to_html(text)
     assert "```` four backticks inside" in html
-    assert '<h2 id="environment">Environment</h2>' in html  # the fence closed where it should
+    assert '<h2 id="failing-machine">Failing machine</h2>' in html  # the fence closed where it should
 
 
 def test_body_comments_dropped_and_headings_nested(env: object, site: SiteData) -> None:

@@ -115,7 +115,7 @@ def test_draft_from_log_picks_error_title_and_redacted_excerpt(
     kb = load_kb(find_project(root))
     draft = draft_from_log(str(root / "logs/train.log"), kb)
     assert draft == LogDraft(
-        title="torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        title="CUDA illegal memory access in bce_loss.py:31 (forward)",
         error="cuda-illegal-memory-access",
         message="Traceback (most recent call last):\n"
         '  File "~/ocr/train.py", line 88, in <module>\n'

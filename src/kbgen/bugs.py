@@ -19,8 +19,8 @@ import yaml
 from kbgen import clock
 from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
-from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status
-from kbgen.roundtrip import plain, splice, update_entry
+from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity
+from kbgen.roundtrip import plain, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
 _MAX_TRIES = 10_000
@@ -118,12 +118,17 @@ def claim_id(project: Project, day: dt.date, render: Any, slug: str = "") -> tup
     raise KbgenError(f"no free bug id left for {day}")  # pragma: no cover
 
 
+def steps_from(diagnostics: list[Any]) -> list[ProgressStep]:
+    """An error type's diagnostic steps as a pending checklist (what decides each comes along)."""
+    keys = ("id", "title", "probe", "decided_by", "fails_if")
+    return [ProgressStep(**{k: v for k in keys if (v := getattr(d, k)) is not None}) for d in diagnostics]
+
+
 def progress_from(kb: Kb, error_id: str | None) -> list[ProgressStep]:
     """The error type's diagnostic steps, as the new bug's (pending) checklist."""
     if not error_id:
         return []
-    error = kb.errors[error_id].record
-    return [ProgressStep(id=s.id, title=s.title, probe=s.probe) for s in error.diagnostics]
+    return steps_from(kb.errors[error_id].record.diagnostics)
 
 
 def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
@@ -192,23 +197,6 @@ def _new_record(**values: Any) -> Bug:
 
 def _event(kind: EventKind, **values: Any) -> Event:
     return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
-
-
-def set_status(entry: Entry, status: Status, note: str | None) -> str | None:
-    """Move a bug to ``status`` with a history event; its old status, or None when it already
-    had it and there is no note. The file is read again under its lock, so concurrent changes
-    (another `kbgen status --note`) are kept."""
-
-    def change(fresh: Entry) -> dict[str, Any]:
-        bug: Bug = fresh.record
-        if bug.status == status and not note:
-            return {}
-        kind = EventKind.status if bug.status != status else EventKind.note
-        event = _event(kind, old=bug.status.value, new=status.value, note=note)
-        return {"status": status, "updated": event.at, "history": [*bug.history, event]}
-
-    fresh, changes = update_entry(entry, change)
-    return fresh.record.status.value if changes else None
 
 
 @dataclass

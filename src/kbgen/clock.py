@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import socket
 
@@ -30,5 +31,22 @@ def hostname() -> str:
 
 
 def user() -> str | None:
-    """Who is acting, for history events: ``$KBGEN_USER``, else git's user.name is not consulted."""
-    return os.environ.get("KBGEN_USER") or os.environ.get("USER") or None
+    """Who is acting, for history events: ``$KBGEN_USER``, else ``git config user.name``, else ``$USER``."""
+    return os.environ.get("KBGEN_USER") or _git_user() or os.environ.get("USER") or None
+
+
+@functools.lru_cache(maxsize=1)
+def _git_user() -> str | None:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "config", "user.name"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None

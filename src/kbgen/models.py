@@ -10,10 +10,21 @@ import re
 from enum import Enum
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$"
 BUG_ID_RE = r"^BUG-([0-9]{8})-([0-9]{3,})$"  # [0-9], not \d: other scripts' digits are no id
+REPORT_RE = r"^BUG-[0-9]{8}-[0-9]{3,}/env-[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.json$"
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_RE, max_length=80)]
 BugId = Annotated[str, StringConstraints(pattern=BUG_ID_RE)]
@@ -112,12 +123,39 @@ class CauseRef(Strict):
     note: str | None = None
 
 
-class DiagnosticStep(Strict):
-    """One step of an error type's diagnosis; the probe named decides it."""
+class Decided(Strict):
+    """What decides a checklist step: ``decided_by`` passes it, ``fails_if`` fails it.
+
+    Both are ``PROBE: CONDITION`` (see kbgen.checks); ``decided_by: manual`` means only a person
+    ticks the step (``kbgen step``). ``probe`` is the probe to run for it: the one the conditions
+    name, or for a manual step a probe whose report helps the person decide.
+    """
 
     id: Slug
     title: str
     probe: Slug | None = None
+    decided_by: str = MANUAL
+    fails_if: str | None = None
+
+    @model_validator(mode="after")
+    def _conditions(self) -> Decided:
+        try:
+            passes, fails = parse_check(self.decided_by), parse_check(self.fails_if)
+        except CheckSyntaxError as exc:
+            raise ValueError(str(exc)) from None
+        named = {c.probe for c in (passes, fails) if c is not None}
+        if len(named) > 1:
+            raise ValueError(f"decided_by and fails_if name different probes: {sorted(named)}")
+        if named and self.probe not in (None, *named):
+            raise ValueError(f"probe {self.probe!r} is not the probe that decides the step ({named.pop()})")
+        if named and self.probe is None:
+            object.__setattr__(self, "probe", named.pop())
+        return self
+
+
+class DiagnosticStep(Decided):
+    """One step of an error type's diagnosis, and what decides it."""
+
     expect: str | None = None
 
 
@@ -190,13 +228,30 @@ class ProbeMeta(Strict):
 # --------------------------------------------------------------------------- bugs
 
 
-class Facts(Strict):
-    """When, where and with what interpreter the probes ran, and what they reported."""
+FactValue = str | int | float | bool
 
-    collected_at: Moment | None = None
-    host: str | None = None
-    python: str | None = None
-    values: dict[str, str | int | float | bool | None] = {}
+#: the facts a bug keeps in its frontmatter, per machine: (label, ``<probe>.<fact>``). The full
+#: probe report lies beside the bug as JSON.
+KEY_FACTS: list[tuple[str, str]] = [
+    ("OS", "system.os"),
+    ("WSL", "system.wsl"),
+    ("Kernel", "system.kernel"),
+    ("Container", "system.container"),
+    ("Python", "system.python"),
+    ("GPU", "gpu.name"),
+    ("Compute capability", "gpu.capability"),
+    ("GPU memory (MB)", "gpu.memory_total_mb"),
+    ("Driver", "gpu.driver"),
+    ("CUDA supported by the driver", "gpu.driver_cuda"),
+    ("PyTorch", "torch-build.version"),
+    ("CUDA of the torch build", "torch-build.cuda"),
+    ("cuDNN", "torch-build.cudnn"),
+    ("CUDA available to torch", "torch-build.cuda_available"),
+    ("CPU", "cpu.model"),
+    ("CPU instruction sets torch uses", "cpu.capability"),
+    ("CPU flags verdict", "cpu.verdict"),
+]
+KEY_FACT_KEYS = frozenset(key for _, key in KEY_FACTS)
 
 
 class Finding(Strict):
@@ -206,13 +261,38 @@ class Finding(Strict):
     when: Moment | None = None
 
 
-class ProgressStep(Strict):
-    id: Slug
-    title: str
-    probe: Slug | None = None
+class Environment(Strict):
+    """One machine the probes ran on (a host and an interpreter), its key facts and findings."""
+
+    host: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "unknown"
+    python: str | None = None
+    collected_at: Moment | None = None
+    facts: dict[str, FactValue] = {}
+    report: Annotated[str, StringConstraints(pattern=REPORT_RE)] | None = Field(
+        default=None, description="the full probe report, relative to kb/bugs/: BUG-ID/env-NAME.json"
+    )
+    findings: list[Finding] = []
+
+    @field_validator("facts", mode="before")
+    @classmethod
+    def _no_nulls(cls, value: Any) -> Any:
+        return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+
+    def same_machine(self, host: str, python: str | None) -> bool:
+        return self.host == host and self.python == python
+
+    def finding(self, probe: str) -> Finding | None:
+        return next((f for f in self.findings if f.probe == probe), None)
+
+
+class ProgressStep(Decided):
+    """One step of a bug's checklist: its state and the evidence that set it."""
+
     state: StepState = StepState.pending
     evidence: str | None = None
     when: Moment | None = None
+    host: str | None = Field(default=None, description="the machine whose evidence set the state")
+    by: str | None = None
 
 
 class AttemptOutcome(str, Enum):
@@ -236,6 +316,9 @@ class EventKind(str, Enum):
     renumber = "renumber"
     note = "note"
     imported = "imported"
+    step = "step"
+    fix = "fix"
+    migrated = "migrated"
 
 
 class Event(Strict):
@@ -262,8 +345,9 @@ class Bug(Strict):
     confirmed_causes: list[Slug] = []
     fixes_tried: list[FixAttempt] = []
     message: Text | None = None
-    environment: Facts = Facts()
-    findings: list[Finding] = []
+    environments: list[Environment] = Field(
+        default=[], description="one per machine the probes ran on; the first is the failing machine"
+    )
     progress: list[ProgressStep] = []
     repro: Slug | None = None
     related: list[BugId] = []
@@ -272,10 +356,46 @@ class Bug(Strict):
     aliases: list[BugId] = []
     history: list[Event] = []
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_shape(cls, data: Any) -> Any:
+        """Read the old single-environment shape (``environment`` + ``findings``) as one machine."""
+        if not isinstance(data, dict) or not ({"environment", "findings"} & data.keys()):
+            return data
+        data = dict(data)
+        old = data.pop("environment", None) or {}
+        findings = data.pop("findings", None) or []
+        if "environments" in data:
+            raise ValueError("has both `environments` and the old `environment`/`findings` keys")
+        if old or findings:
+            data["environments"] = [legacy_environment(old, findings)]
+        return data
+
     @property
     def date(self) -> str:
         """The ``YYYYMMDD`` part of the id."""
         return self.id.split("-")[1]
+
+    @property
+    def primary(self) -> Environment | None:
+        """The failing machine: the first environment."""
+        return self.environments[0] if self.environments else None
+
+    @property
+    def findings(self) -> list[Finding]:
+        """The failing machine's findings."""
+        return self.primary.findings if self.primary else []
+
+
+def legacy_environment(old: dict[str, Any], findings: list[Any]) -> dict[str, Any]:
+    """The old ``environment: {host, python, collected_at, values}`` as one Environment's data."""
+    if not isinstance(old, dict):
+        raise ValueError("`environment` must be a mapping")
+    values = old.get("values") or {}
+    env = {k: old[k] for k in ("host", "python", "collected_at") if old.get(k) is not None}
+    env["facts"] = {k: v for k, v in values.items() if v is not None and k in KEY_FACT_KEYS}
+    env["findings"] = findings
+    return env
 
 
 #: frontmatter ``kind`` → model, and the kb/ folder each kind lives in.

@@ -256,3 +256,10 @@ def site_options(config: Path) -> SiteOptions:
         if isinstance(plugin, dict) and isinstance(plugin.get("kbgen"), dict):
             stale = int(plugin["kbgen"].get("stale_days", stale))
     return SiteOptions(str(data.get("docs_dir", "docs")), stale)
+
+
+def report_files(project: Project) -> dict[str, Path]:
+    """The full probe reports kept beside bugs (``kb/bugs/BUG-…/env-*.json``), by site uri;
+    bug pages link to them."""
+    folder = project.folder("bug")
+    return {f"bugs/{p.parent.name}/{p.name}": p for p in sorted(folder.glob("BUG-*/env-*.json"))}

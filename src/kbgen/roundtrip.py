@@ -114,19 +114,32 @@ def _keep_trailing_comment(old: list[str], block: list[str]) -> list[str]:
 _TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
 
 
+#: a value for ``splice``/``save_changes`` that removes the key from the frontmatter
+REMOVE: Any = type("Remove", (), {"__repr__": lambda self: "REMOVE"})()
+
+
 def splice(source: Source, changes: dict[str, Any]) -> str:
     """The file's text with ``changes`` written into its frontmatter (same newline style)."""
     lines = source.parsed.fm_text.split("\n")
     spans = _key_spans(source)
     replaced: dict[int, tuple[int, list[str]]] = {}
     appended: list[str] = []
+    hole = None  # where the first removed key was: new keys go there (a rename stays in place)
     for key, value in changes.items():
+        if value is REMOVE:
+            if key in spans:
+                replaced[spans[key][0]] = (spans[key][1], [])
+                hole = spans[key][0] if hole is None else min(hole, spans[key][0])
+            continue
         block = dump_keys({key: value}).rstrip("\n").split("\n")
         if key in spans:
             first, end = spans[key]
             replaced[first] = (end, _keep_trailing_comment(lines[first:end], block))
         else:
             appended.extend(block)
+    if appended and hole is not None:
+        replaced[hole] = (replaced[hole][0], appended)
+        appended = []
     out: list[str] = []
     index = 0
     while index < len(lines):

@@ -93,6 +93,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                     f"page {page.uri}; remove or rename it"
                 )
             files.append(self._file(config, page, docs))
+        for uri, path in pages.report_files(self.project).items():  # bug pages link to them
+            if files.get_file_from_path(uri) is None:
+                files.append(File.generated(config, uri, abs_src_path=str(path)))
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
         self.urls = {file.url for file in files.documentation_pages()}
         return files

@@ -16,6 +16,8 @@ from typing import Any
 from kbgen.models import (
     CLOSED_STATUSES,
     FOLDERS,
+    KEY_FACT_KEYS,
+    KEY_FACTS,
     Bug,
     ErrorType,
     Fix,
@@ -40,18 +42,6 @@ SEVERITY_ORDER = [Severity.critical, Severity.high, Severity.medium, Severity.lo
 OPEN_STATUSES = [s for s in Status if s not in CLOSED_STATUSES]
 
 #: Environment facts shown first on a bug page: label, fact key ("<probe>.<fact>").
-KEY_FACTS = [
-    ("GPU", "gpu.name"),
-    ("Compute capability", "gpu.capability"),
-    ("Driver", "gpu.driver"),
-    ("CUDA supported by the driver", "gpu.driver_cuda"),
-    ("PyTorch", "torch-build.version"),
-    ("CUDA of the torch build", "torch-build.cuda"),
-    ("cuDNN", "torch-build.cudnn"),
-    ("OS", "system.os"),
-    ("Kernel", "system.kernel"),
-    ("CPU", "cpu.model"),
-]
 
 
 def page_uri(kind: str, record_id: str) -> str:
@@ -192,7 +182,7 @@ class SiteData:
     def last_run(self, bug: Bug) -> dt.datetime | None:
         """When the probes last reported on ``bug``: its newest finding, else its environment."""
         times = [f.when for f in bug.findings if f.when is not None]
-        return max(times) if times else bug.environment.collected_at
+        return max(times) if times else (bug.primary.collected_at if bug.primary else None)
 
     def open_matrix(self) -> list[tuple[Status, list[int], int]]:
         """Open bugs counted by status (rows) and severity (columns, most severe first)."""
@@ -204,12 +194,55 @@ class SiteData:
                 rows.append((status, cells, sum(cells)))
         return rows
 
-    def key_facts(self, bug: Bug) -> list[tuple[str, Any]]:
-        values = bug.environment.values
-        return [(label, values[key]) for label, key in KEY_FACTS if values.get(key) not in (None, "")]
+    def key_facts(self, bug: Bug, env: Any = None) -> list[tuple[str, Any]]:
+        """(label, value) of the key facts of ``env`` (default: the failing machine) that it has."""
+        env = env or bug.primary
+        values = env.facts if env else {}
+        known = [(label, values[key]) for label, key in KEY_FACTS if values.get(key) not in (None, "")]
+        return known + [(key, v) for key, v in values.items() if key not in KEY_FACT_KEYS]
+
+    def bug_summary(self, bug: Bug) -> str:
+        """One paragraph a reader can take in at a glance: where it stands and what is known."""
+        error = self.errors.get(bug.error) if bug.error else None
+        parts = [f"{bug.status.value.capitalize()}, {bug.severity.value} severity"]
+        parts[0] += f": {error.title}" if error else ""
+        env = bug.primary
+        if env and (gpu := env.facts.get("gpu.name")):
+            torch = env.facts.get("torch-build.version")
+            parts[0] += f" on {gpu}" + (f" with torch {torch}" if torch else "")
+        steps = Counter(s.state.value for s in bug.progress)
+        if bug.progress:
+            done = steps["passed"] + steps["failed"]
+            parts.append(
+                f"{done} of {len(bug.progress)} checklist steps decided "
+                f"({steps['passed']} passed, {steps['failed']} failed)"
+            )
+        causes = bug.confirmed_causes or bug.suspected_causes
+        if causes:
+            kind = "confirmed" if bug.confirmed_causes else "suspected"
+            names = ", ".join(self.causes[c].title if c in self.causes else c for c in causes)
+            parts.append(f"cause {kind}: {names}")
+        if bug.fixes_tried:
+            outcomes = Counter(a.outcome.value for a in bug.fixes_tried)
+            count = len(bug.fixes_tried)
+            how = ", ".join(f"{n} {o}" for o, n in outcomes.items())
+            parts.append(f"{count} fix{'es' if count > 1 else ''} tried ({how})")
+        if bug.repro and len(bug.environments) > 1:
+            parts.extend(self._repro_on(bug))
+        return "; ".join(parts) + "."
+
+    def _repro_on(self, bug: Bug) -> list[str]:
+        out = []
+        for env in bug.environments:
+            finding = env.finding(bug.repro or "")
+            if finding is not None and finding.status in FAILED:
+                out.append(f"reproduced on {env.host}")
+            elif finding is not None and finding.status == ProbeStatus.pass_:
+                out.append(f"does not reproduce on {env.host}")
+        return out
 
     def fact(self, bug: Bug, key: str) -> Any:
-        value = bug.environment.values.get(key)
+        value = bug.primary.facts.get(key) if bug.primary else None
         return "" if value is None else value
 
     def tags_of(self, record: Any) -> list[str]:

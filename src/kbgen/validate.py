@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kbgen.errors import Problem
-from kbgen.models import Bug, ProbeStatus, Status
+from kbgen.models import AttemptOutcome, Bug, ProbeStatus, Status
 from kbgen.store import Entry, Kb
 
 #: Text left over from a report template that was never filled (seed 002 has all of these).
@@ -97,7 +97,7 @@ def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
             yield ("causes", i, "cause"), "cause", ref.cause
         for i, step in enumerate(r.diagnostics):
             if step.probe:
-                yield ("diagnostics", i, "probe"), "probe", step.probe
+                yield ("diagnostics", i, _probe_key(step)), "probe", step.probe
         for name in ("related", "secondary_to"):
             for i, other in enumerate(getattr(r, name)):
                 yield (name, i), "error", other
@@ -111,6 +111,11 @@ def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
         yield from _bug_refs(r)
 
 
+def _probe_key(step: Any) -> str:
+    """Where a step names its probe: ``probe``, or else its ``decided_by`` condition."""
+    return "probe" if "probe" in step.model_fields_set else "decided_by"
+
+
 def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
     if bug.error:
         yield ("error",), "error", bug.error
@@ -119,11 +124,12 @@ def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
             yield (name, i), "cause", cause
     for i, attempt in enumerate(bug.fixes_tried):
         yield ("fixes_tried", i, "fix"), "fix", attempt.fix
-    for i, finding in enumerate(bug.findings):
-        yield ("findings", i, "probe"), "probe", finding.probe
+    for j, env in enumerate(bug.environments):
+        for i, finding in enumerate(env.findings):
+            yield ("environments", j, "findings", i, "probe"), "probe", finding.probe
     for i, step in enumerate(bug.progress):
         if step.probe:
-            yield ("progress", i, "probe"), "probe", step.probe
+            yield ("progress", i, _probe_key(step)), "probe", step.probe
     if bug.repro:
         yield ("repro",), "probe", bug.repro
     for i, other in enumerate(bug.related):
@@ -227,7 +233,7 @@ def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
             yield Problem(rel, line, None, message, code="mojibake")
     if type(entry.record).KIND == "bug":
         first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
-        yield from _empty_sections(rel, _mask(source.body), first_line)
+        yield from _empty_sections(rel, _mask(source.body), first_line, source.body)
 
 
 def _might_have_bad_text(text: str) -> bool:
@@ -265,14 +271,21 @@ def _mask(body: str) -> str:
     return "\n".join(out)
 
 
-def _empty_sections(rel: str, body: str, first_line: int) -> Iterator[Problem]:
+#: how a section the person has not filled yet starts (see templates/bug.md.j2)
+PROMPT = "<!-- prompt:"
+
+
+def _empty_sections(rel: str, body: str, first_line: int, raw: str) -> Iterator[Problem]:
+    """Sections with nothing in them. One holding a prompt (``<!-- prompt: … -->``, as
+    ``kbgen new-bug`` writes them) is waiting to be filled, not empty. ``body`` is ``raw`` masked."""
     headings = list(_HEADING_RE.finditer(body))
     for index, match in enumerate(headings):
         following = headings[index + 1] if index + 1 < len(headings) else None
         if following and len(following.group(1)) > len(match.group(1)):
             continue  # its content is in its sub-sections
-        content = body[match.end() : following.start() if following else len(body)]
-        if not content.strip():
+        end = following.start() if following else len(body)
+        content = body[match.end() : end]
+        if not content.strip() and PROMPT not in raw[match.end() : end]:
             line = first_line + body.count("\n", 0, match.start())
             yield Problem(
                 rel, line, None, f"section '{match.group(2)}' is empty", "warning", code="empty-section"
@@ -286,7 +299,9 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
     """A status must be backed by what the record says happened."""
     bug: Bug = entry.record
     if bug.status == Status.verified:
-        passing = any(f.probe == bug.repro and f.status == ProbeStatus.pass_ for f in bug.findings)
+        passing = any(
+            f.probe == bug.repro and f.status == ProbeStatus.pass_ for f in bug.findings
+        )  # failing machine
         if not bug.repro or not passing:
             yield _at(
                 kb,
@@ -296,6 +311,8 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
                 f"`kbgen probe --fill {bug.id}` after the fix",
                 code="status",
             )
+    yield from _closed_without_why(kb, entry)
+    yield from _old_shape(kb, entry)
     if bug.status == Status.duplicate and not bug.related:
         yield _at(
             kb, entry, ("status",), "a duplicate should name the bug it duplicates in `related`", "warning"
@@ -307,4 +324,37 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
             ("status",),
             "has confirmed causes but is still 'open'; consider 'confirmed'",
             "warning",
+        )
+
+
+def _closed_without_why(kb: Kb, entry: Entry) -> Iterator[Problem]:
+    """A fixed or verified bug should name its cause and a fix that worked."""
+    bug: Bug = entry.record
+    if bug.status in (Status.fixed, Status.verified):
+        worked = [a.fix for a in bug.fixes_tried if a.outcome == AttemptOutcome.worked]
+        missing = (["no confirmed cause"] if not bug.confirmed_causes else []) + (
+            ["no fix that worked"] if not worked else []
+        )
+        if missing:
+            yield _at(
+                kb,
+                entry,
+                ("status",),
+                f"{bug.status.value} with {' and '.join(missing)}: say why it is closed with "
+                f"`kbgen status {bug.id} {bug.status.value} --cause CAUSE-ID --fix FIX-ID`",
+                "warning",
+                code="closed-without-why",
+            )
+
+
+def _old_shape(kb: Kb, entry: Entry) -> Iterator[Problem]:
+    if legacy := [k for k in ("environment", "findings") if k in entry.source.parsed.data]:
+        yield _at(
+            kb,
+            entry,
+            (legacy[0],),
+            f"old single-environment shape ({', '.join(legacy)}): `kbgen migrate` upgrades it to "
+            "`environments`, one per machine (any kbgen write to this bug does it too)",
+            "warning",
+            code="old-shape",
         )

@@ -1,4 +1,4 @@
-"""Commands over the records themselves: validate, new-bug, list, show, status, renumber, schema."""
+"""Commands over the records themselves: validate, new-bug, list, renumber, schema."""
 
 from __future__ import annotations
 
@@ -135,7 +135,9 @@ def new_bug(ctx: click.Context, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
 
     Prompts for what is missing when run in a terminal. The file is rendered from
-    templates/bug.md.j2 and passes `kbgen validate` as written.
+    templates/bug.md.j2 and passes `kbgen validate --strict` as written: the sections left
+    for you hold `<!-- prompt: ... -->` comments. With --from-log the title names the error
+    and where it failed (`CUDA illegal memory access in bce_loss.py:31 (forward)`).
 
     \b
     Examples:
@@ -220,7 +222,7 @@ def _bug_template(project: Any) -> Any:
         ) from None
 
 
-# --------------------------------------------------------------------------- list / show
+# --------------------------------------------------------------------------- list
 
 
 @click.command("list")
@@ -271,68 +273,7 @@ def _json_of(bug: Any) -> Any:
     return json.loads(bug.model_dump_json(by_alias=True))
 
 
-@click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.option("--json", "as_json", is_flag=True)
-@click.pass_context
-def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
-    """Show one bug (an old id kept as an alias works too)."""
-    kb = load_clean_kb(ctx)
-    entry = kb.resolve_bug(bug_id)
-    bug = entry.record
-    if as_json:
-        click.echo(json.dumps(_json_of(bug), indent=2))
-        return
-    click.echo(f"{bug.id}: {one_line(bug.title)}")
-    click.echo(f"  file:     {one_line(kb.project.rel(entry.path))}")
-    click.echo(f"  status:   {bug.status.value}    severity: {bug.severity.value}")
-    if bug.error:
-        known = kb.errors.get(bug.error)  # a dangling id is `kbgen validate`'s to report
-        title = one_line(known.record.title) if known else "no such error type in kb/errors/"
-        click.echo(f"  error:    {bug.error} ({title})")
-    for label, items in (("suspected", bug.suspected_causes), ("confirmed", bug.confirmed_causes)):
-        if items:
-            click.echo(f"  {label}: {', '.join(items)}")
-    if bug.message:
-        click.echo("  message:")
-        for line in bug.message.rstrip("\n").split("\n")[:20]:
-            click.echo(f"    {one_line(line)}")
-    if bug.progress:
-        marks = {"passed": "[x]", "failed": "[!]", "skipped": "[-]", "pending": "[ ]"}
-        click.echo("  progress:")
-        for step in bug.progress:
-            probe = f"  (kbgen probe {step.probe})" if step.probe else ""
-            click.echo(f"    {marks[step.state.value]} {one_line(step.title)}{probe}")
-    if bug.history:
-        last = bug.history[-1]
-        click.echo(f"  last event: {last.at.isoformat()} {last.kind.value}")
-
-
-# --------------------------------------------------------------------------- status / renumber / schema
-
-
-@click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES))
-@click.option("--note", help="Why; kept in the bug's history.")
-@click.pass_context
-def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -> None:
-    """Change a bug's status and record it in its history.
-
-    \b
-    Example:
-      kbgen status BUG-20251109-002 fixed --note "labels clamped in the dataset"
-    """
-    from kbgen.bugs import set_status
-    from kbgen.models import Status
-
-    kb = load_clean_kb(ctx)
-    entry = kb.resolve_bug(bug_id)
-    old = set_status(entry, Status(new_status), note)
-    if old is not None:
-        click.echo(f"{entry.record.id}: {old} -> {new_status}")
-    else:
-        click.echo(f"{entry.record.id}: already {new_status}")
+# --------------------------------------------------------------------------- renumber / schema
 
 
 @click.command()

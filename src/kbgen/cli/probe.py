@@ -85,6 +85,11 @@ class Size(click.ParamType):
     metavar="SIZE",
     help="Memory cap for each probe and what it starts, e.g. 4G (default: half of this machine's; 0: none).",
 )
+@click.option(
+    "--primary",
+    is_flag=True,
+    help="With --fill: this machine is the failing one (listed first on the bug). Default: the first filled.",
+)
 @click.pass_context
 def probe(
     ctx: click.Context,
@@ -97,6 +102,7 @@ def probe(
     redact_paths: bool,
     memory: int | None,
     node: str | None,
+    primary: bool,
 ) -> None:
     """Run probes: small checks of this machine, run in child processes.
 
@@ -109,7 +115,7 @@ def probe(
       kbgen probe                          # the default probes, as a table
       kbgen probe gpu compat               # chosen probes
       kbgen probe --json                   # machine-readable report
-      kbgen probe --fill BUG-20251109-002  # run the bug's probes, write the results into it
+      kbgen probe --fill BUG-20251109-002  # run the bug's probes, write this machine's results into it
       kbgen probe --python .venv/bin/python --fill BUG-20251109-002
       kbgen probe --list                   # what each probe checks
       kbgen probe --memory-limit 4G        # cap each probe's memory at 4 GiB
@@ -119,7 +125,7 @@ def probe(
         _print_list(ctx)
         return
     if node is not None:
-        _fill_from_fleet(ctx, node, bug_id, as_json)
+        _fill_from_fleet(ctx, node, bug_id, as_json, primary)
         return
     from kbgen.probes.process import Interrupted, stop_on_signals
 
@@ -139,7 +145,7 @@ def probe(
 
         raise ProbeError(f"the interpreter cannot run probes: {report.interpreter_error}")
     if fill is not None:
-        _fill(*fill, report, as_json)
+        _fill(*fill, report, as_json, primary)
 
 
 def _run_session(
@@ -151,7 +157,7 @@ def _run_session(
     memory: int | None,
     redact_paths: bool,
     as_json: bool,
-) -> tuple[ProbeReport, tuple[Entry, Any] | None]:
+) -> tuple[ProbeReport, tuple[Entry, Any, Any] | None]:
     """Start the session, run the probes and always stop every worker, whatever happens."""
     from kbgen.probes.runner import ProbeSession
 
@@ -172,7 +178,7 @@ def _run(
     bug_id: str | None,
     redact_paths: bool,
     live: bool,
-) -> tuple[ProbeReport, tuple[Entry, Any] | None]:
+) -> tuple[ProbeReport, tuple[Entry, Any, Any] | None]:
     from kbgen import clock
     from kbgen.probes.build import build_report
     from kbgen.probes.discovery import scan, select
@@ -193,7 +199,7 @@ def _run(
         for missing in plan.missing:
             click.echo(f"warning: {entry.record.id} names probe '{missing}', which does not exist", err=True)
         ids = ids or plan.probe_ids
-        fill = (entry, plan)
+        fill = (entry, plan, kb.fixes)
     chosen = select(specs, ids, problems)
     run = _run_live(session, chosen) if live else session.run(chosen)
     report = build_report(run, chosen, redact_paths=redact_paths, now=clock.now(), host=clock.hostname())
@@ -209,7 +215,7 @@ def _run_live(session: ProbeSession, chosen: list[ProbeSpec]) -> ProbeRun:
         return session.run(chosen, on_result=table.finished)
 
 
-def _fill_from_fleet(ctx: click.Context, node: str, bug_id: str | None, as_json: bool) -> None:
+def _fill_from_fleet(ctx: click.Context, node: str, bug_id: str | None, as_json: bool, primary: bool) -> None:
     """Fill a bug from a node's newest fleet report: the facts of the machine that failed."""
     from kbgen.errors import KbgenError
     from kbgen.fill import plan_fill
@@ -226,7 +232,7 @@ def _fill_from_fleet(ctx: click.Context, node: str, bug_id: str | None, as_json:
     specs, _ = scan(project)
     plan = plan_fill(kb, entry.record, specs)
     _show(report, as_json)
-    _fill(entry, plan, report, as_json)
+    _fill(entry, plan, kb.fixes, report, as_json, primary)
 
 
 def _project(ctx: click.Context, *, required: bool) -> Project | None:
@@ -265,13 +271,15 @@ def _show(report: ProbeReport, as_json: bool) -> None:
         click.echo(format_table(report, lambda text, status: click.style(text, fg=COLOURS.get(status))))
 
 
-def _fill(entry: Entry, plan: Any, report: ProbeReport, as_json: bool) -> None:
+def _fill(entry: Entry, plan: Any, fixes: Any, report: ProbeReport, as_json: bool, primary: bool) -> None:
     from kbgen import clock
     from kbgen.errors import ConflictError
     from kbgen.fill import fill_bug
 
     try:
-        outcome = fill_bug(entry, plan, report, now=clock.now(), by=clock.user())
+        outcome = fill_bug(
+            entry, plan, report, now=clock.now(), by=clock.user(), primary=primary, fixes=fixes
+        )
     except ConflictError as exc:
         saved = _save_report(report, entry.record.id)
         raise ConflictError(
@@ -289,6 +297,8 @@ def _fill(entry: Entry, plan: Any, report: ProbeReport, as_json: bool) -> None:
         message = f"{outcome.bug_id}: wrote {', '.join(outcome.changed)} to {rel}"
         if outcome.status_change:
             message += f"; status {outcome.status_change[0]} -> {outcome.status_change[1]}"
+    if outcome.verified_fixes:
+        message += f"; last_verified set on {', '.join(outcome.verified_fixes)}"
     click.echo(message, err=as_json)
 
 

@@ -27,7 +27,7 @@ from kbgen.importer.markdown import (
     parse_sections,
     repair_mojibake,
 )
-from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, Facts, Severity, Status
+from kbgen.models import BUG_ID_RE, Bug, Environment, Event, EventKind, Severity, Status
 from kbgen.store import Kb
 
 _SEVERITY_WORDS = {
@@ -150,7 +150,7 @@ def draft_report(path: Path, kb: Kb) -> Draft:
             if steps := progress_from(kb, error):
                 values["progress"] = steps
     if env := _environment(sections):
-        values["environment"] = Facts(values=env)
+        values["environments"] = [Environment(facts=env)]
     note = f"imported from {path.name}" + (f" ({'; '.join(notes)})" if notes else "")
     values["history"] = [Event(at=now, kind=EventKind.imported, by=clock.user(), note=note)]
     text = _body(preamble, sections, {k: v for k, v in meta.items() if k not in _USED_KEYS}, meta, title)

@@ -11,6 +11,7 @@ first cause first.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 import re2
@@ -220,26 +221,81 @@ _LINE_PREFIX = re2.compile(
 
 
 def draft_from_log(source: str, kb: Kb) -> LogDraft:
-    """A bug draft from a log: the primary error type, a title and a redacted error excerpt."""
+    """A bug draft from a log: the primary error type, a title naming where it failed, and a
+    redacted error excerpt (progress bars left out)."""
     from kbgen.redact import redact_text
 
     report = triage_log(source, kb)
     if report.matches:
         top = report.matches[0]
-        excerpt, title_line, error = top.excerpt, top.lines[0].text, top.error
+        excerpt, title_line, error = _readable(top.excerpt), top.lines[0].text, top.error
         for line in top.lines:
             if line.number == top.first_line:
                 title_line = line.text
     else:
-        excerpt, error = report.tail[-20:], None
+        excerpt, error = _readable(report.tail)[-20:], None
         candidates = [line for line in excerpt if _EXCEPTION_LINE.search(line)]
         title_line = candidates[-1] if candidates else next((x for x in reversed(excerpt) if x.strip()), "")
-    title = _title(redact_text(title_line)) or f"Error in {report.source}"
+    site = failure_site(excerpt)
+    name = error_name(error) if error else ""
+    if name and site:
+        title = f"{name} in {site}"
+    else:
+        title = _title(title_line) + (f" in {site}" if site and _title(title_line) else "")
+    title = _bounded_title(redact_text(title)) or f"Error in {report.source}"
     return LogDraft(title=title, error=error, message=redact_text(_bounded(excerpt)))
 
 
+_PROGRESS = re.compile(r"\d+%\|.*\||\d+(?:\.\d+)?\s*(?:it|s)/(?:s|it)\b|\r")
+_WHAT = re.compile(r"^\s*what\(\):\s*")
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>[^\s]+))?')
+_AT_SOURCE = re.compile(
+    r"(?P<path>[\w./\\:-]+\.(?:py|cu|cuh|cpp|cc|c|h))(?::(?P<line>\d+)|, (?P<line2>\d+)\])"
+)
+_LIBRARY = re.compile(
+    r"site-packages|dist-packages|[/\\]lib[/\\]python\d|[/\\]torch[/\\]|runpy\.py|debugpy|<frozen", re.I
+)
+_ACRONYMS = {"cuda": "CUDA", "cpu": "CPU", "gpu": "GPU", "nccl": "NCCL", "ecc": "ECC", "cublas": "cuBLAS"}
+_ACRONYMS |= {"cudnn": "cuDNN", "oom": "OOM"}
+
+
+def _readable(lines: list[str]) -> list[str]:
+    """Log lines without progress bars, and C++ ``what():`` prefixes dropped."""
+    return [_WHAT.sub("", line) for line in lines if not _PROGRESS.search(line)]
+
+
+def error_name(error_id: str) -> str:
+    """``cuda-illegal-memory-access`` -> ``CUDA illegal memory access``."""
+    words = [_ACRONYMS.get(w, w) for w in error_id.split("-")]
+    if words and words[0] == error_id.split("-")[0]:
+        words[0] = words[0].capitalize()
+    return " ".join(words)
+
+
+def failure_site(lines: list[str]) -> str | None:
+    """Where a log says it failed: the innermost traceback frame in the user's own code
+    (``bce_loss.py:31 (forward)``), else the source file a message names (``trainer.py:101``)."""
+    frames = [m for line in lines if (m := _FRAME.search(line))]
+    if frames:
+        own = [m for m in frames if not _LIBRARY.search(m.group("path"))]
+        if not own:
+            return None  # only library frames (a launcher, torch itself): they do not say where
+        frame = own[-1]
+        name = re.split(r"[/\\]", frame.group("path"))[-1]
+        func = frame.group("func")
+        return f"{name}:{frame.group('line')}" + (f" ({func})" if func and func != "<module>" else "")
+    for line in lines:
+        if match := _AT_SOURCE.search(line):
+            name = re.split(r"[/\\]", match.group("path"))[-1]
+            return f"{name}:{match.group('line') or match.group('line2')}"
+    return None
+
+
 def _title(line: str) -> str:
-    text = _LINE_PREFIX.sub("", line.strip()).strip()
+    return _LINE_PREFIX.sub("", _WHAT.sub("", line.strip())).strip()
+
+
+def _bounded_title(text: str) -> str:
     if len(text) > MAX_TITLE:
         text = text[: MAX_TITLE - 1].rstrip() + "…"
     return text

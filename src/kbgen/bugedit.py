@@ -1,0 +1,250 @@
+"""Changes a person makes to a bug: status (with the cause and the fix), fixes tried, checklist
+steps, and the upgrade of the old single-environment shape.
+
+Every write goes through :func:`save_bug`, which also upgrades a file still in the old shape
+(``environment`` + ``findings``), so the next write of any kind leaves the file current.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from kbgen import clock
+from kbgen.errors import KbgenError, UnknownIdError
+from kbgen.models import (
+    KEY_FACT_KEYS,
+    AttemptOutcome,
+    Bug,
+    Environment,
+    Event,
+    EventKind,
+    FixAttempt,
+    ProgressStep,
+    Status,
+    StepState,
+    legacy_environment,
+)
+from kbgen.roundtrip import REMOVE, update_entry
+
+if TYPE_CHECKING:
+    from kbgen.store import Entry, Kb
+
+LEGACY_KEYS = ("environment", "findings")
+STEP_STATES = {"done": StepState.passed, "passed": StepState.passed, "failed": StepState.failed}
+STEP_STATES |= {"skipped": StepState.skipped, "pending": StepState.pending}
+
+
+def _event(kind: EventKind, **values: Any) -> Event:
+    return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
+
+
+def legacy_keys(entry: Entry) -> list[str]:
+    """The old single-environment keys still in the file (read fine, rewritten on the next write)."""
+    return [k for k in LEGACY_KEYS if k in entry.source.parsed.data]
+
+
+def save_bug(entry: Entry, make: Callable[[Entry], dict[str, Any]]) -> bool:
+    """Write ``make(fresh)``'s changes into the bug's file; False if nothing changed.
+
+    The file is read again under its lock and ``make`` computes the changes from that fresh
+    copy, so a change another kbgen writer made meanwhile is kept. A file still in the old
+    shape is upgraded on the way.
+    """
+
+    def change(fresh: Entry) -> dict[str, Any]:
+        changes = make(fresh)
+        if not changes:
+            return {}
+        writes = dict(changes)
+        if legacy_keys(fresh):
+            writes.update(dict.fromkeys(legacy_keys(fresh), REMOVE))
+            writes.setdefault("environments", fresh.record.environments)
+        bug: Bug = fresh.record
+        Bug.model_validate({**bug.model_dump(by_alias=True), **changes})  # never write a bug that cannot load
+        return writes
+
+    _, written = update_entry(entry, change)
+    return bool(written)
+
+
+def _known(kb: Kb, kind: str, record_id: str, option: str) -> None:
+    if record_id not in kb.of(kind):
+        import difflib
+
+        close = difflib.get_close_matches(record_id, list(kb.of(kind)), n=1)
+        folder = {"cause": "kb/causes/", "fix": "kb/fixes/"}[kind]
+        raise UnknownIdError(
+            f"{option} {record_id!r}: no such {kind} in {folder}",
+            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen list-{kind}s` or {folder} lists them",
+        )
+
+
+def with_fix(bug: Bug, fix: str, outcome: AttemptOutcome, note: str | None, day: dt.date) -> list[FixAttempt]:
+    """``fixes_tried`` with ``fix`` recorded: an earlier attempt of the same fix is updated in place."""
+    attempts = list(bug.fixes_tried)
+    new = FixAttempt(fix=fix, outcome=outcome, date=day, **({"note": note} if note else {}))
+    for i, attempt in enumerate(attempts):
+        if attempt.fix == fix:
+            kept = {"note": attempt.note} if attempt.note and not note else {}
+            attempts[i] = new.model_copy(update=kept)
+            return attempts
+    return [*attempts, new]
+
+
+def set_status(
+    kb: Kb,
+    entry: Entry,
+    status: Status,
+    note: str | None,
+    *,
+    cause: str | None = None,
+    fix: str | None = None,
+    outcome: AttemptOutcome | None = None,
+) -> bool:
+    """Move a bug to ``status`` with a history event, naming the cause and the fix when given.
+
+    False when nothing changes. A ``--fix`` without ``--outcome`` on fixed/verified counts as worked.
+    """
+    if cause:
+        _known(kb, "cause", cause, "--cause")
+    if fix:
+        _known(kb, "fix", fix, "--fix")
+
+    def make(fresh: Entry) -> dict[str, Any]:
+        bug: Bug = fresh.record
+        changes: dict[str, Any] = {}
+        parts = [note] if note else []
+        if cause:
+            if cause not in bug.confirmed_causes:
+                changes["confirmed_causes"] = [*bug.confirmed_causes, cause]
+            parts.append(f"cause: {cause}")
+        if fix:
+            closing = status in (Status.fixed, Status.verified)
+            how = outcome or (AttemptOutcome.worked if closing else AttemptOutcome.pending)
+            changes["fixes_tried"] = with_fix(bug, fix, how, None, clock.now().date())
+            parts.append(f"fix: {fix} ({how.value})")
+        if bug.status == status and not parts:
+            return {}
+        kind = EventKind.status if bug.status != status else EventKind.note
+        event = _event(kind, old=bug.status.value, new=status.value, note="; ".join(parts) or None)
+        return changes | {"status": status, "updated": event.at, "history": [*bug.history, event]}
+
+    return save_bug(entry, make)
+
+
+def record_fix(kb: Kb, entry: Entry, fix: str, outcome: AttemptOutcome, note: str | None) -> bool:
+    """Record a fix tried (and how it went) while the bug is still open."""
+    _known(kb, "fix", fix, "FIX-ID")
+
+    def make(fresh: Entry) -> dict[str, Any]:
+        bug: Bug = fresh.record
+        attempts = with_fix(bug, fix, outcome, note, clock.now().date())
+        if attempts == bug.fixes_tried:
+            return {}
+        event = _event(EventKind.fix, new=outcome.value, note=f"{fix}" + (f": {note}" if note else ""))
+        return {"fixes_tried": attempts, "updated": event.at, "history": [*bug.history, event]}
+
+    return save_bug(entry, make)
+
+
+def checklist(kb: Kb, bug: Bug) -> list[ProgressStep]:
+    """The bug's checklist, or its error type's steps when it has none yet."""
+    if bug.progress or not bug.error or bug.error not in kb.errors:
+        return list(bug.progress)
+    from kbgen.bugs import steps_from
+
+    return steps_from(kb.errors[bug.error].record.diagnostics)
+
+
+def set_step(kb: Kb, entry: Entry, step_id: str, state: str, note: str | None) -> tuple[str, str]:
+    """A person's verdict on one step; returns (old state, new state)."""
+    new_state = STEP_STATES[state]
+    seen: list[str] = []
+
+    def make(fresh: Entry) -> dict[str, Any]:
+        bug: Bug = fresh.record
+        steps = checklist(kb, bug)
+        index = next((i for i, s in enumerate(steps) if s.id == step_id), None)
+        if index is None:
+            ids = ", ".join(s.id for s in steps) or "none"
+            raise UnknownIdError(f"{bug.id} has no step {step_id!r}", hint=f"its steps: {ids}")
+        old = steps[index]
+        seen.append(old.state.value)
+        now = clock.now()
+        evidence = note or old.evidence if new_state != StepState.pending else note
+        steps[index] = old.model_copy(
+            update={"state": new_state, "evidence": evidence, "when": now, "host": None, "by": clock.user()}
+        )
+        note_text = f"step {step_id}" + (f": {note}" if note else "")
+        event = _event(EventKind.step, old=old.state.value, new=new_state.value, note=note_text)
+        return {"progress": steps, "updated": now, "history": [*bug.history, event]}
+
+    save_bug(entry, make)
+    return seen[-1], new_state.value
+
+
+# --------------------------------------------------------------------------- migrate
+
+
+def migrate_bug(kb: Kb, entry: Entry) -> list[str]:
+    """Upgrade one bug file to the current shape; the keys rewritten (empty when already current)."""
+    rewritten: list[str] = []
+
+    def make(fresh: Entry) -> dict[str, Any]:
+        bug: Bug = fresh.record
+        changes: dict[str, Any] = {}
+        if legacy_keys(fresh):
+            changes["environments"] = _migrated_environments(fresh)
+        progress = _decided_steps(kb, bug)
+        if progress != bug.progress:
+            changes["progress"] = progress
+        if not changes:
+            return {}
+        what = " and ".join(
+            (["one environment per machine"] if "environments" in changes else [])
+            + (["what decides each step"] if "progress" in changes else [])
+        )
+        event = _event(EventKind.migrated, note=f"upgraded by kbgen migrate: {what}")
+        rewritten[:] = sorted(changes)
+        return changes | {"updated": event.at, "history": [*bug.history, event]}
+
+    save_bug(entry, make)
+    return rewritten
+
+
+def _migrated_environments(entry: Entry) -> list[Environment]:
+    data = entry.source.parsed.data
+    old = data.get("environment") or {}
+    if not isinstance(old, dict):
+        raise KbgenError(f"{entry.source.rel}: `environment` is not a mapping; fix it by hand")
+    env = Environment.model_validate(legacy_environment(old, data.get("findings") or []))
+    rest = {k: v for k, v in (old.get("values") or {}).items() if k not in KEY_FACT_KEYS and v is not None}
+    if rest:
+        name = f"{entry.record.id}/env-{env.host}-migrated.json"
+        path = entry.path.parent / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = {"note": "facts of the old single-environment record beyond the key facts", "facts": rest}
+        from kbgen.store import atomic_write
+
+        atomic_write(path, (json.dumps(body, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        env = env.model_copy(update={"report": name})
+    return [env] if (env.facts or env.findings or env.report) else []
+
+
+def _decided_steps(kb: Kb, bug: Bug) -> list[ProgressStep]:
+    """Steps that came from the error type get what decides them from it (states are kept)."""
+    error = kb.errors[bug.error].record if bug.error and bug.error in kb.errors else None
+    known = {d.id: d for d in error.diagnostics} if error else {}
+    out = []
+    for step in bug.progress:
+        diag = known.get(step.id)
+        same = diag is not None and step.probe in (None, diag.probe) and step.decided_by == "manual"
+        if same and diag is not None and diag.decided_by != "manual":
+            update = {"decided_by": diag.decided_by, "probe": diag.probe}
+            update |= {"fails_if": diag.fails_if} if diag.fails_if else {}
+            step = step.model_copy(update=update)
+        out.append(step)
+    return out
