@@ -81,3 +81,34 @@ def test_ray_probes_each_alive_node_once(tmp_path: Path, cluster: str) -> None:
         check=True,
     )
     assert [n["drift"] for n in json.loads(shown.stdout)["nodes"]] == [[], [], []]
+
+
+def test_ray_ship_runs_the_probes_in_each_nodes_own_python(tmp_path: Path, cluster: str) -> None:
+    write_tree(tmp_path, base_kb_files())
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kbgen",
+            "fleet",
+            "probe",
+            "--ray",
+            cluster,
+            "--ship",
+            "--json",
+            "--timeout",
+            "240",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert {a["status"] for a in json.loads(done.stdout)} == {"ok"}
+    for path in (tmp_path / "kb" / "fleet").glob("*.json"):
+        results = {r["id"]: r["status"] for r in json.loads(path.read_text())["report"]["results"]}
+        assert results["system"] == "pass" and "torch-build" in results

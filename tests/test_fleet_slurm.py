@@ -94,3 +94,33 @@ def test_slurm_refusing_the_job_is_one_clear_error(tmp_path: Path, slurm: dict[s
     )
     assert done.returncode == 1 and done.stderr.startswith("Error: srun ran no task")
     assert "Traceback" not in done.stderr
+
+
+def test_ship_runs_the_probes_on_a_node_without_kbgen(tmp_path: Path, slurm: dict[str, str]) -> None:
+    bare = "/usr/bin/python3"
+    if not Path(bare).exists() or subprocess.run([bare, "-c", "import kbgen"], check=False).returncode == 0:
+        pytest.skip(f"needs {bare} without kbgen, to stand for a bare node")
+    write_tree(tmp_path, base_kb_files())
+    argv = [
+        sys.executable,
+        "-m",
+        "kbgen",
+        "fleet",
+        "probe",
+        "--slurm",
+        "-N 1 --time=5",
+        "--ship",
+        "--python",
+        bare,
+        "--json",
+        "--timeout",
+        "120",
+    ]
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=180, env=slurm, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [attempt] = json.loads(done.stdout)
+    report = json.loads((tmp_path / "kb" / "fleet" / f"{attempt['node']}.json").read_text())["report"]
+    assert report["python"]["executable"] == bare
+    assert {r["id"]: r["status"] for r in report["results"]}["system"] == "pass"

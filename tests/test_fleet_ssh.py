@@ -131,3 +131,44 @@ def test_a_rerun_that_fails_keeps_the_last_good_report(tmp_path: Path, sshd: dic
     assert attempt["status"] == "failed" and "exit 127: kbgen: command not found" in attempt["error"]
     node = json.loads((tmp_path / "kb" / "fleet" / "node-a.json").read_text())
     assert node["report"]["host"] == "node-a" and node["last_attempt"]["status"] == "failed"
+
+
+BARE_PYTHON = "/usr/bin/python3"
+
+
+def test_ship_probes_a_node_whose_python_has_no_kbgen(tmp_path: Path, sshd: dict) -> None:
+    bare = subprocess.run([BARE_PYTHON, "-c", "import kbgen"], capture_output=True, check=False)
+    if not Path(BARE_PYTHON).exists() or bare.returncode == 0:
+        pytest.skip(f"needs {BARE_PYTHON} without kbgen, to stand for a bare node")
+    write_tree(tmp_path, base_kb_files())
+    (tmp_path / "nodes.txt").write_text(f"127.0.0.1:{sshd['port']} bare-node\n")
+    argv = [
+        sys.executable,
+        "-m",
+        "kbgen",
+        "fleet",
+        "probe",
+        "--hosts",
+        "nodes.txt",
+        "--ship",
+        "--python",
+        BARE_PYTHON,
+        "--json",
+        "--timeout",
+        "120",
+        "--identity",
+        str(sshd["identity"]),
+        "--known-hosts",
+        str(sshd["known_hosts"]),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, timeout=240, env=env, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "kb" / "fleet" / "bare-node.json").read_text())["report"]
+    assert report["python"]["executable"] == BARE_PYTHON
+    results = {r["id"]: r for r in report["results"]}
+    assert results["system"]["status"] == "pass" and results["cpu"]["status"] == "pass"
+    assert results["torch-build"]["status"] == "skip"  # no torch on that interpreter: a result, not an abort
+    assert report["torch_import"]["status"] == "missing"

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from kbgen import fileio
-from kbgen.bugs import set_status
+from kbgen.bugedit import set_status
 from kbgen.cli import cli
 from kbgen.models import Status
-from kbgen.store import find_project, load_kb
+from kbgen.store import Entry, find_project, load_kb
 
 BUG_ID = "BUG-20251109-002"
 BUG_PATH = "kb/bugs/BUG-20251109-002.md"
@@ -65,8 +65,8 @@ def test_a_rename_delayed_by_the_first_writer_loses_nothing(
 ) -> None:
     """The lost-edit race made deterministic: writer A is held between its check and its rename
     while writer B, which read the same version, tries to write."""
-    a_entry = load_kb(find_project()).bugs[BUG_ID]
-    b_entry = load_kb(find_project()).bugs[BUG_ID]
+    kb_a, kb_b = load_kb(find_project()), load_kb(find_project())
+    a_entry, b_entry = kb_a.bugs[BUG_ID], kb_b.bugs[BUG_ID]
     in_window = threading.Event()
     real_replace = os.replace
 
@@ -79,9 +79,9 @@ def test_a_rename_delayed_by_the_first_writer_loses_nothing(
     monkeypatch.setattr(fileio.os, "replace", slow_replace)
     errors: list[BaseException] = []
 
-    def write(entry: object, note: str) -> None:
+    def write(entry: Entry, note: str) -> None:
         try:
-            set_status(entry, Status.investigating, note)  # type: ignore[arg-type]
+            set_status(kb_a, entry, Status.investigating, note)
         except BaseException as exc:  # reported by the assertion below
             errors.append(exc)
 

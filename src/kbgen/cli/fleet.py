@@ -11,7 +11,9 @@ import click
 from kbgen.cli.common import project_of
 
 if TYPE_CHECKING:
+    from kbgen.fleet.engines import Task
     from kbgen.fleet.model import NodeAttempt, NodeView
+    from kbgen.store import Project
 
 
 @click.group()
@@ -40,6 +42,17 @@ def fleet() -> None:
 )
 @click.option("--command", "command", metavar="CMD", help="What each node runs. Default: kbgen probe --json.")
 @click.option(
+    "--ship",
+    is_flag=True,
+    help="For nodes without kbgen: the probes and its runner travel with the task.",
+)
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="With --ship: the node's interpreter (with the failing torch). Default: python3.",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=1, max=86400),
     default=600,
@@ -63,6 +76,8 @@ def probe(
     ray_address: str | None,
     hosts_file: str | None,
     command: str | None,
+    ship: bool,
+    python: str | None,
     timeout: float,
     parallel: int,
     identity: str | None,
@@ -71,8 +86,10 @@ def probe(
 ) -> None:
     """Run the probes on every node and store each node's report under kb/fleet/.
 
-    A node that fails, hangs or cannot be reached is recorded as such; its
-    last good report stays. Exit 1 when any node was not probed.
+    Each node runs `kbgen probe --json`; with --ship, nodes need only Python:
+    the probes and kbgen's runner travel with the task. A node that fails,
+    hangs or cannot be reached is recorded as such; its last good report
+    stays. Exit 1 when any node was not probed.
     """
     from kbgen import clock
     from kbgen.errors import KbgenError
@@ -82,21 +99,39 @@ def probe(
     chosen = [x for x in (slurm_args, ray_address, hosts_file) if x is not None]
     if len(chosen) != 1:
         raise KbgenError("name one engine: --slurm ARGS, --ray ADDRESS or --hosts FILE")
+    if ship and command:
+        raise KbgenError("--ship sends the probes themselves; it cannot be combined with --command")
     project = project_of(ctx)
-    cmd = command or engines.DEFAULT_COMMAND
+    task = _task(project, command, ship, python, default_python=None if ray_address else "python3")
     if slurm_args is not None:
-        attempts = engines.probe_slurm(slurm_args, cmd, timeout, clock.now)
+        attempts = engines.probe_slurm(slurm_args, task or engines.Task(), timeout, clock.now)
     elif ray_address is not None:
-        attempts = engines.probe_ray(ray_address, command, timeout, clock.now)
+        attempts = engines.probe_ray(ray_address, task, timeout, clock.now)
     else:
         assert hosts_file is not None
         targets = engines.parse_hosts(_read_text(hosts_file), hosts_file)
-        options = engines.SshOptions(cmd, timeout, parallel, identity, known_hosts)
+        options = engines.SshOptions(task or engines.Task(), timeout, parallel, identity, known_hosts)
         attempts = engines.probe_ssh(targets, options, clock.now)
     save_attempts(project, attempts)
     _print_attempts(attempts, as_json)
     if any(a.status != "ok" for a in attempts):
         ctx.exit(1)
+
+
+def _task(
+    project: Project, command: str | None, ship: bool, python: str | None, default_python: str | None
+) -> Task | None:
+    """What each node runs; None for the engine's default (``kbgen probe --json`` on the node)."""
+    from kbgen.fleet import engines
+
+    if not ship:
+        return engines.Task(command=command) if command else None
+    from kbgen.probes.discovery import scan, select
+
+    specs, problems = scan(project)
+    for problem in problems:
+        click.echo(f"warning: {problem.format()} (probe not shipped)", err=True)
+    return engines.shipped(select(specs, [], problems), python or default_python)
 
 
 @fleet.command("ingest")

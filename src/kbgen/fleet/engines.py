@@ -17,24 +17,59 @@ import shlex
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kbgen.errors import KbgenError
 from kbgen.fleet.model import AttemptStatus, NodeAttempt
 from kbgen.fleet.store import parse_report
 
+if TYPE_CHECKING:
+    from kbgen.probes.discovery import ProbeSpec
+    from kbgen.probes.report import ProbeReport
+
 DEFAULT_COMMAND = "kbgen probe --json"
 _TAIL = 400
 Clock = Callable[[], dt.datetime]
+#: turns what a node printed into its report: (output, origin for messages) -> report
+Parse = Callable[[str, str], "ProbeReport"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What every node runs: a command, what it reads on stdin, and how its output is read."""
+
+    command: str = DEFAULT_COMMAND
+    stdin: str | None = None
+    parse: Parse = parse_report
+
+
+def shipped(specs: list[ProbeSpec], python: str | None) -> Task:
+    """The probes themselves, for nodes without kbgen: ``python -`` reads the program on stdin.
+
+    ``python`` None leaves the choice to the engine (Ray: the node's own worker Python)."""
+    from kbgen.fleet import ship
+
+    return Task(
+        command=f"{shlex.quote(python)} -" if python else "",
+        stdin=ship.program(specs),
+        parse=lambda out, origin: ship.report_from_output(out, specs, origin),
+    )
 
 
 def attempt_from_output(
-    node: str, engine: str, code: int | None, out: str, err: str, now: dt.datetime
+    node: str,
+    engine: str,
+    code: int | None,
+    out: str,
+    err: str,
+    now: dt.datetime,
+    parse: Parse = parse_report,
 ) -> NodeAttempt:
     """A node's attempt from what its command printed; ``code`` None means it ran out of time."""
     if code is None:
         return NodeAttempt(node=node, engine=engine, at=now, status="timeout", error="no answer in time")
     try:
-        report = parse_report(out, f"{node} ({engine})")
+        report = parse(out, f"{node} ({engine})")
     except KbgenError as exc:
         why = err.strip()[-_TAIL:] or str(exc)
         return NodeAttempt(node=node, engine=engine, at=now, status="failed", error=f"exit {code}: {why}")
@@ -74,7 +109,7 @@ def parse_hosts(text: str, origin: str) -> list[SshTarget]:
 
 @dataclass(frozen=True)
 class SshOptions:
-    command: str = DEFAULT_COMMAND
+    task: Task = Task()
     timeout: float = 300.0
     parallel: int = 32
     identity: str | None = None
@@ -112,7 +147,7 @@ async def _ssh_one(target: SshTarget, options: SshOptions, now: Clock) -> NodeAt
 
     async def run() -> asyncssh.SSHCompletedProcess:
         async with asyncssh.connect(target.host, **connect) as conn:
-            return await conn.run(options.command, check=False)
+            return await conn.run(options.task.command, input=options.task.stdin, check=False)
 
     try:
         done = await asyncio.wait_for(run(), options.timeout)
@@ -122,7 +157,7 @@ async def _ssh_one(target: SshTarget, options: SshOptions, now: Clock) -> NodeAt
         return failed("unreachable", f"{type(exc).__name__}: {exc}".strip())
     out, err = str(done.stdout or ""), str(done.stderr or "")
     code = done.exit_status if done.exit_status is not None else 128 + 9
-    return attempt_from_output(target.name, "ssh", code, out, err, now())
+    return attempt_from_output(target.name, "ssh", code, out, err, now(), options.task.parse)
 
 
 # --------------------------------------------------------------------------- Slurm
@@ -131,10 +166,13 @@ _NODE_MARK = "@@kbgen-node "
 _EXIT_MARK = "@@kbgen-exit "
 
 
-def srun_argv(slurm_args: str, command: str) -> list[str]:
-    """One task per node; each prints its node name, the report, then its exit status."""
+def srun_argv(slurm_args: str, command: str, stdin: bool = False) -> list[str]:
+    """One task per node; each prints its node name, the report, then its exit status.
+
+    With ``stdin``, what srun reads is sent to every task (the shipped probes)."""
     script = f'echo "{_NODE_MARK}${{SLURMD_NODENAME:-$(hostname)}}"; ( {command} ); echo "{_EXIT_MARK}$?"'
-    return ["srun", "--label", "--ntasks-per-node=1", *shlex.split(slurm_args), "sh", "-c", script]
+    given = ["--input=all"] if stdin else []
+    return ["srun", "--label", "--ntasks-per-node=1", *given, *shlex.split(slurm_args), "sh", "-c", script]
 
 
 def split_labelled(output: str) -> dict[str, list[str]]:
@@ -147,23 +185,27 @@ def split_labelled(output: str) -> dict[str, list[str]]:
     return tasks
 
 
-def attempts_from_srun(output: str, err: str, timed_out: bool, now: dt.datetime) -> list[NodeAttempt]:
+def attempts_from_srun(
+    output: str, err: str, timed_out: bool, now: dt.datetime, parse: Parse = parse_report
+) -> list[NodeAttempt]:
     attempts = []
     for task, lines in sorted(split_labelled(output).items(), key=lambda item: int(item[0])):
         node = next((x[len(_NODE_MARK) :].strip() for x in lines if x.startswith(_NODE_MARK)), f"task-{task}")
         codes = [x[len(_EXIT_MARK) :].strip() for x in lines if x.startswith(_EXIT_MARK)]
-        body = "\n".join(x for x in lines if not x.startswith(("@@kbgen-",)))
+        body = "\n".join(x for x in lines if not x.startswith((_NODE_MARK, _EXIT_MARK)))
         code = int(codes[-1]) if codes and codes[-1].isdigit() else None
         if code is None and not timed_out:
             code = 1  # the task ended without reaching the end of its script
-        attempts.append(attempt_from_output(node, "slurm", code, body, err, now))
+        attempts.append(attempt_from_output(node, "slurm", code, body, err, now, parse))
     return attempts
 
 
-def probe_slurm(slurm_args: str, command: str, timeout: float, now: Clock) -> list[NodeAttempt]:
-    argv = srun_argv(slurm_args, command)
+def probe_slurm(slurm_args: str, task: Task, timeout: float, now: Clock) -> list[NodeAttempt]:
+    argv = srun_argv(slurm_args, task.command, stdin=task.stdin is not None)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            argv, input=task.stdin, capture_output=True, text=True, timeout=timeout, check=False
+        )
         out, err, timed_out = done.stdout, done.stderr, False
     except FileNotFoundError:
         raise KbgenError("srun not found", hint="run this on a Slurm login node") from None
@@ -171,7 +213,7 @@ def probe_slurm(slurm_args: str, command: str, timeout: float, now: Clock) -> li
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         timed_out = True
-    attempts = attempts_from_srun(out, err, timed_out, now())
+    attempts = attempts_from_srun(out, err, timed_out, now(), task.parse)
     if not attempts:
         raise KbgenError(f"srun ran no task: {err.strip()[-_TAIL:] or 'no output'}")
     return attempts
@@ -180,7 +222,7 @@ def probe_slurm(slurm_args: str, command: str, timeout: float, now: Clock) -> li
 # --------------------------------------------------------------------------- Ray
 
 
-def probe_ray(address: str, command: str | None, timeout: float, now: Clock) -> list[NodeAttempt]:
+def probe_ray(address: str, task: Task | None, timeout: float, now: Clock) -> list[NodeAttempt]:
     """One task per alive Ray node, pinned there; the node's own Python runs the probes."""
     try:
         import ray
@@ -193,11 +235,12 @@ def probe_ray(address: str, command: str | None, timeout: float, now: Clock) -> 
         raise KbgenError(f"cannot connect to the Ray cluster at {address}: {exc}") from None
     try:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
-        task = ray.remote(num_cpus=0, max_retries=0)(_run_on_node)
+        remote = ray.remote(num_cpus=0, max_retries=0)(_run_on_node)
+        parse = task.parse if task else parse_report
         refs = {
-            task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
-                command
-            ): n
+            remote.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            ).remote(task.command if task else None, task.stdin if task else None): n
             for n in nodes
         }
         ready, _ = ray.wait(list(refs), num_returns=len(refs), timeout=timeout)
@@ -206,13 +249,13 @@ def probe_ray(address: str, command: str | None, timeout: float, now: Clock) -> 
         for ref, node in refs.items():
             name = names[node["NodeID"]]
             if ref not in ready:
-                attempts.append(attempt_from_output(name, "ray", None, "", "", now()))
+                attempts.append(attempt_from_output(name, "ray", None, "", "", now(), parse))
                 continue
             try:
                 code, out, err = ray.get(ref)
             except Exception as exc:  # the task itself died (node lost, worker crash)
                 code, out, err = 1, "", f"{type(exc).__name__}: {exc}"
-            attempts.append(attempt_from_output(name, "ray", code, out, err, now()))
+            attempts.append(attempt_from_output(name, "ray", code, out, err, now(), parse))
         return attempts
     finally:
         ray.shutdown()
@@ -227,9 +270,15 @@ def _ray_names(nodes: list[dict[str, str]]) -> dict[str, str]:
     }
 
 
-def _run_on_node(command: str | None) -> tuple[int, str, str]:
+def _run_on_node(command: str | None, stdin: str | None) -> tuple[int, str, str]:
+    """On the node: the command, or this node's own Python running kbgen (or the shipped probes)."""
     import sys
 
-    argv = shlex.split(command) if command else [sys.executable, "-m", "kbgen", "probe", "--json"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if command:
+        argv = shlex.split(command)
+    else:
+        argv = (
+            [sys.executable, "-"] if stdin is not None else [sys.executable, "-m", "kbgen", "probe", "--json"]
+        )
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
     return done.returncode, done.stdout, done.stderr
