@@ -278,14 +278,16 @@ def _no_constants(name: str) -> None:
 
 def test_show_and_list_json_never_print_nan(kb_project: Path) -> None:
     path = kb_project / BUG_PATH
-    facts = "environment:\n  values:\n    loss: .nan\n    lr: .inf\n    steps: 3\n"
+    facts = (
+        "environments:\n  - host: trainbox\n    facts:\n      loss: .nan\n      lr: .inf\n      steps: 3\n"
+    )
     path.write_text(path.read_text().replace("tags: [loss]\n", "tags: [loss]\n" + facts))
     for command in (["show", BUG_ID, "--json"], ["list", "--json"]):
         code, out = run(*command)
         assert code == 0, out
         data = json.loads(out, parse_constant=_no_constants)
         bug = data if isinstance(data, dict) else data[0]
-        assert bug["environment"]["values"] == {"loss": None, "lr": None, "steps": 3}
+        assert bug["environments"][0]["facts"] == {"loss": None, "lr": None, "steps": 3}
 
 
 def test_list_and_show_strip_terminal_escapes(kb_project: Path) -> None:
@@ -329,4 +331,4 @@ def test_show_of_a_bug_naming_an_unknown_error_type(kb_project: Path) -> None:
     set_line(kb_project, "error", "no-such-error")
     code, out = run("show", BUG_ID)
     assert code == 0, out
-    assert "  error:    no-such-error (no such error type in kb/errors/)\n" in out
+    assert "  error:     no-such-error (no such error type)\n" in out

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kbgen.cli.common import load_clean_kb, project_of
+from kbgen.cli.common import load_clean_kb, one_line, project_of
 from kbgen.cli.core import STATUSES
 
 OUTCOMES = ["worked", "failed", "partial", "pending"]
@@ -27,13 +27,14 @@ def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
     entry = kb.resolve_bug(bug_id)
     bug = entry.record
     if as_json:
-        data = bug.model_dump(mode="json", by_alias=True)
+        # through pydantic's JSON: NaN and infinity (JSON has no words for them) become null
+        data = json.loads(bug.model_dump_json(by_alias=True))
         data["file"] = kb.project.rel(entry.path)
         data["body"] = entry.source.body
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     for line in _lines(kb, entry):
-        click.echo(line)
+        click.echo(one_line(line))  # record text never brings terminal escapes to the screen
 
 
 def _lines(kb: Any, entry: Any) -> list[str]:
@@ -41,7 +42,7 @@ def _lines(kb: Any, entry: Any) -> list[str]:
     out = [f"{bug.id}: {bug.title}", f"  file:      {kb.project.rel(entry.path)}"]
     out.append(f"  status:    {bug.status.value}    severity: {bug.severity.value}")
     if bug.error:
-        title = kb.errors[bug.error].record.title if bug.error in kb.errors else "not in this KB"
+        title = kb.errors[bug.error].record.title if bug.error in kb.errors else "no such error type"
         out.append(f"  error:     {bug.error} ({title})")
     for label, value in (("repro", bug.repro), ("assignee", bug.assignee)):
         if value:
