@@ -21,6 +21,7 @@ import yaml
 from kbgen import clock
 from kbgen.errors import ConflictError, KbgenError, UnknownIdError, relpath
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status
+from kbgen.redact import redact_text
 from kbgen.roundtrip import plain, save_changes, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
@@ -151,15 +152,18 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
     day = new.date or now.date()
     steps = progress_from(kb, new.error)
 
+    title = redact_text(new.title, user="")
+    message = None if new.message is None else redact_text(new.message, user="")
+
     def render(bug_id: str) -> str:
         bug = Bug(
             id=bug_id,
-            title=new.title,
+            title=title,
             created=now,
             updated=now,
             severity=new.severity,
             error=new.error,
-            message=new.message,
+            message=message,
             repro=new.repro,
             tags=new.tags,
             assignee=new.assignee,
@@ -168,7 +172,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
         )
         return str(template.render(bug=bug, error=kb.errors[new.error].record if new.error else None))
 
-    return claim_id(kb.project, day, render, slugify(new.title))
+    return claim_id(kb.project, day, render, slugify(title))
 
 
 def _event(kind: EventKind, **values: Any) -> Event:
@@ -181,6 +185,7 @@ def set_status(entry: Entry, status: Status, note: str | None) -> bool:
     if bug.status == status and not note:
         return False
     kind = EventKind.status if bug.status != status else EventKind.note
+    note = None if note is None else redact_text(note, user="")
     event = _event(kind, old=bug.status.value, new=status.value, note=note)
     history = [*bug.history, event]
     save_changes(entry.source, {"status": status, "updated": event.at, "history": history})

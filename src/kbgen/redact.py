@@ -24,7 +24,7 @@ from pathlib import Path
 REDACTED = "<redacted>"
 
 _SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|(^|_)PASS$|PWD$|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
+    r"(TOKEN|SECRET|PASSW(OR)?D|PASSPHRASE|(^|_)PASS$|_PWD$|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|"
     r"AUTH|COOKIE|SESSION|_KEY$|^KEY$|_PAT$|WEBHOOK|DSN$)",
     re.IGNORECASE,
 )
@@ -51,7 +51,7 @@ _TOKENS = "|".join(
 )
 # The name part of ``name = value``: a word that says it holds a secret.
 _KEY_WORD = (
-    r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|pwd|api[_-]?key|apikey|access[_-]?key|"
+    r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|_pwd|api[_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key|credential|sessionid|session[_-]?id|auth[_-]?key|authorization|cookie)"
     r"[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*[_.-]pass|pass"
 )

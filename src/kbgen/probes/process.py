@@ -52,7 +52,10 @@ def read_tail(path: str | None, limit: int = 4000) -> str:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - limit))
-            return handle.read().decode("utf-8", "replace")
+            tail = handle.read()
+            if size > limit and b"\n" in tail:  # a whole first line: no token without its prefix
+                tail = tail[tail.index(b"\n") + 1 :]
+            return tail.decode("utf-8", "replace")
     except OSError:
         return ""
 
