@@ -264,7 +264,7 @@ def test_built_pages_from_hostile_records_hold_nothing_that_runs(
         article = _article(page.read_text(encoding="utf-8"))
         assert dangers(article) == [], page
     imported = next(p for p in pages if "BUG-20251120" in str(p))
-    assert "See the log and this" in re.sub(r"<[^>]+>", "", _article(imported.read_text(encoding="utf-8")))
+    assert "See [the log][r] and this" in re.sub(r"<[^>]+>", "", _article(imported.read_text(encoding="utf-8")))
 
 
 def _article(page: str) -> str:
