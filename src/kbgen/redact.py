@@ -19,6 +19,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 REDACTED = "<redacted>"
@@ -53,7 +54,7 @@ _TOKENS = "|".join(
 _KEY_WORD = (
     r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|_pwd|api[_-]?key|apikey|access[_-]?key|"
     r"private[_-]?key|credential|sessionid|session[_-]?id|auth[_-]?key|authorization|cookie)"
-    r"[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*[_.-]pass|pass"
+    r"[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*[_.-]pass"
 )
 _QUOTED_VALUE = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
 _BARE_VALUE = r"[^\s'\",;&}<>]{3,}"
@@ -118,21 +119,28 @@ _TRIGGER = re.compile(
 _TRIGGER_ANY_CASE = re.compile(_TRIGGER.pattern, re.IGNORECASE)
 
 
+def _suspect_lines(text: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of every line of ``text`` that holds a trigger (ascending, once each)."""
+    lower = text.lower()
+    # lower() may change a string's length (a few letters outside ASCII); then search it as it is
+    hits = _TRIGGER.finditer(lower) if len(lower) == len(text) else _TRIGGER_ANY_CASE.finditer(text)
+    done = 0
+    for hit in hits:
+        if hit.start() < done:
+            continue  # on a line already handed out
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        done = len(text) if end < 0 else end
+        yield start, done
+
+
 def redact_secrets(text: str) -> str:
     """``text`` with every secret-looking span replaced by ``<redacted>``."""
     if "PRIVATE KEY" in text:
         text = _PEM_RE.sub(REDACTED, text)
-    lower = text.lower()
-    # lower() may change a string's length (a few letters outside ASCII); then search it as it is
-    hits = _TRIGGER.finditer(lower) if len(lower) == len(text) else _TRIGGER_ANY_CASE.finditer(text)
     parts: list[str] = []
     done = 0
-    for hit in hits:
-        if hit.start() < done:
-            continue  # a line already redacted
-        start = text.rfind("\n", 0, hit.start()) + 1
-        end = text.find("\n", hit.end())
-        end = len(text) if end < 0 else end
+    for start, end in _suspect_lines(text):
         parts += [text[done:start], _SECRETS.sub(_swap, text[start:end])]
         done = end
     parts.append(text[done:])
@@ -142,14 +150,15 @@ def redact_secrets(text: str) -> str:
 def find_secrets(text: str) -> list[tuple[int, str]]:
     """``(line number, what)`` for every secret-looking span in ``text`` (for ``kbgen validate``)."""
     found = [(text.count("\n", 0, m.start()) + 1, _KINDS["pem"]) for m in _PEM_RE.finditer(text)]
-    for m in _SECRETS.finditer(text):
-        if REDACTED in m.group(0) or _swap(m) == m.group(0):
-            continue  # already redacted, or prose
-        kind = next(k for k in ("token", "hname", "scheme", "url", "flag", "name") if m[k] is not None)
-        if kind == "name" and _placeholder(m["value"]):
-            continue
-        found.append((text.count("\n", 0, m.start()) + 1, _KINDS[kind]))
-    return sorted(found)
+    for start, end in _suspect_lines(text):
+        for m in _SECRETS.finditer(text, start, end):
+            kind = next(k for k in ("token", "hname", "scheme", "url", "flag", "name") if m[k] is not None)
+            words = (m.group(0) if kind == "token" else m.group(m.lastindex or 0)).split()
+            value = words[-1] if words else ""
+            if REDACTED in m.group(0) or _swap(m) == m.group(0) or _placeholder(value):
+                continue  # already redacted, prose, or a value that only names a secret
+            found.append((text.count("\n", 0, m.start()) + 1, _KINDS[kind]))
+    return sorted(set(found))
 
 
 _KINDS = {
