@@ -92,10 +92,9 @@ def test_triage_text_and_json_show_no_secret(kb_project: Path) -> None:
 def test_new_bug_from_a_long_log_line_cuts_after_redacting(kb_project: Path) -> None:
     # The token sits where a cut at the line limit would fall: cut first, and its tail would survive.
     log = kb_project / "long.log"
-    filler = "x " * 995
-    log.write_text(
-        f"RuntimeError: CUDA error: an illegal memory access was encountered {filler}{HF}\n", encoding="utf-8"
-    )
+    error = "RuntimeError: CUDA error: an illegal memory access was encountered "
+    filler = "x " * ((1990 - len(error)) // 2)  # the line limit is 2000 characters
+    log.write_text(f"{error}{filler}{HF}{filler}\n", encoding="utf-8")
     code, out = run("new-bug", "--from-log", str(log))
     assert code == 0, out
     written = bug_files(kb_project)

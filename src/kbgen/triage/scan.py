@@ -72,6 +72,16 @@ class ScanResult:
     tail: list[str]  # the last lines of the log, cleaned
 
 
+def whole_words(raw: bytes, cut_start: bool, cut_end: bool) -> bytes:
+    """A piece of a line without the words a cut fell into: secrets are redacted only later, and a
+    token cut in two would lose the prefix that gives it away."""
+    if cut_start:
+        raw = raw[len(raw.split(None, 1)[0]) :] if raw[:1].strip() else raw
+    if cut_end and raw[-1:].strip():
+        raw = raw[: len(raw) - len(raw.rsplit(None, 1)[-1])]
+    return raw
+
+
 def clean_line(raw: bytes) -> str:
     """Decode one line, keep the last carriage-return segment, drop a box's side borders."""
     text = raw.decode("utf-8", errors="replace")
@@ -204,29 +214,31 @@ class Scanner:
         for pos, entry in candidates:
             line += block.count(b"\n", counted_to, pos)
             counted_to = pos
-            start = max(block.rfind(b"\n", 0, pos) + 1, pos - MAX_LINE // 2)
-            end = block.find(b"\n", pos)
-            end = min(len(block) if end < 0 else end, start + MAX_LINE)
+            line_start = block.rfind(b"\n", 0, pos) + 1
+            start = max(line_start, pos - MAX_LINE // 2)
+            line_end = block.find(b"\n", pos)
+            line_end = len(block) if line_end < 0 else line_end
+            end = min(line_end, start + MAX_LINE)
             key = (id(entry), start)
             if key in seen or entry.count >= MAX_COUNT:
                 continue
             seen.add(key)
-            text = clean_line(block[start:end])
+            text = clean_line(whole_words(block[start:end], start > line_start, end < line_end))
             if not entry.signature.regex.search(text):
                 continue
             entry.count += 1
             if len(entry.lines) < KEEP_LINES:
                 entry.lines.append(Hit(line, text))
             if entry.count == 1:
-                entry.before, entry.after = self._context(block, start, end)
+                entry.before, entry.after = self._context(block, line_start, line_end)
 
     def _context(self, block: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
         head = block[max(0, start - 16384) : start].split(b"\n")[:-1][-CONTEXT_BEFORE:]
-        before = [clean_line(x[:MAX_LINE]) for x in head]
+        before = [clean_line(whole_words(x[:MAX_LINE], False, len(x) > MAX_LINE)) for x in head]
         if len(before) < CONTEXT_BEFORE and start - 16384 <= 0:
             before = self.previous_tail[-(CONTEXT_BEFORE - len(before)) :] + before
         tail = block[end + 1 : end + 1 + 16384].split(b"\n")[:CONTEXT_AFTER]
-        return before, [clean_line(x[:MAX_LINE]) for x in tail]
+        return before, [clean_line(whole_words(x[:MAX_LINE], False, len(x) > MAX_LINE)) for x in tail]
 
 
 def scan_log(source: str, signatures: list[Signature]) -> ScanResult:
