@@ -20,11 +20,23 @@ PEM = (
 # (text, the secret that must be gone, what must stay)
 SHAPES = [
     ('{"password": "hunter2 with spaces"}', "hunter2", '"password": "<redacted>"'),
-    ("{'AWS_SECRET_ACCESS_KEY': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCY'}", "wJalrXUtnFEMI", "'AWS_SECRET_ACCESS_KEY': '"),
-    ("Authorization: token 0123456789abcdef0123456789abcdef01234567", "0123456789abcdef", "Authorization: token "),
+    (
+        "{'AWS_SECRET_ACCESS_KEY': 'wJalrXUtnFEMI/K7MDENG/bPxRfiCY'}",
+        "wJalrXUtnFEMI",
+        "'AWS_SECRET_ACCESS_KEY': '",
+    ),
+    (
+        "Authorization: token 0123456789abcdef0123456789abcdef01234567",
+        "0123456789abcdef",
+        "Authorization: token ",
+    ),
     ("Authorization: Bearer abc.def-ghi_jkl", "abc.def", "Authorization: Bearer "),
     ("headers={'Authorization': 'token 0123456789abcdef'}", "0123456789abcdef", "'Authorization': '"),
-    ("cache at redis://:s3cretpass@cache.internal:6379/0", "s3cretpass", "redis://:<redacted>@cache.internal"),
+    (
+        "cache at redis://:s3cretpass@cache.internal:6379/0",
+        "s3cretpass",
+        "redis://:<redacted>@cache.internal",
+    ),
     ("postgres://app:pa/ss/word@db:5432/x", "pa/ss", "postgres://app:<redacted>@db"),
     ("DB_PASSWORD=pa/ss/w0rd python train.py", "pa/ss", "DB_PASSWORD=<redacted> python"),
     ("mysql --user app --password Sup3rS3cret db", "Sup3rS3cret", "--password <redacted> db"),
@@ -95,5 +107,5 @@ def test_redact_then_cut_leaves_no_part_of_a_token() -> None:
 
 
 def test_find_secrets_reports_lines_and_skips_placeholders() -> None:
-    text = "title: ok\npassword: $DB_PASSWORD\nnote: HF_TOKEN=<redacted>\n" f"env: {HF}\n"
+    text = f"title: ok\npassword: $DB_PASSWORD\nnote: HF_TOKEN=<redacted>\nenv: {HF}\n"
     assert find_secrets(text) == [(4, "an access token")]

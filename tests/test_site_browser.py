@@ -250,9 +250,20 @@ for (const name of ["alert", "confirm", "prompt", "print"]) {
 """
 
 
+_HANDLERS = (
+    "[...document.querySelectorAll('article *')]"
+    ".filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length"
+)
+_SCRIPT_LINKS = (
+    "[...document.querySelectorAll('article a')].filter(a => /^(javascript|data):/i.test(a.href)).length"
+)
+
+
 def hostile_pages(site: str) -> list[str]:
     ids = [f"BUG-20251113-00{n}" for n in range(1, len(KNOWN_HOLES) + 1)]
-    return [site + f"bugs/{bug}/" for bug in ["BUG-20251112-014", *ids, "BUG-20251120-001"]] + [site + "bugs/"]
+    return [site + f"bugs/{bug}/" for bug in ["BUG-20251112-014", *ids, "BUG-20251120-001"]] + [
+        site + "bugs/"
+    ]
 
 
 def test_pages_from_hostile_records_fire_no_dialog(hostile_site_url: str, browser: Browser) -> None:
@@ -264,11 +275,11 @@ def test_pages_from_hostile_records_fire_no_dialog(hostile_site_url: str, browse
         browser.wait_for("[...document.images].every(i => i.complete)")
         time.sleep(0.3)
         assert browser.evaluate("window.__kbDialogs") == [], url
-        handlers = "[...document.querySelectorAll('article *')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length"
-        assert browser.evaluate(handlers) == 0, url
-        assert browser.evaluate("document.querySelectorAll('article script, article iframe').length") == 0, url
-        scripts = "[...document.querySelectorAll('article a')].filter(a => /^(javascript|data):/i.test(a.href)).length"
-        assert browser.evaluate(scripts) == 0, url
+        assert browser.evaluate(_HANDLERS) == 0, url
+        assert browser.evaluate("document.querySelectorAll('article script, article iframe').length") == 0, (
+            url
+        )
+        assert browser.evaluate(_SCRIPT_LINKS) == 0, url
     dialogs = [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
     assert dialogs == []
     assert "Loader crashes <img src=x onerror=alert(21)>" in text_of(browser, "article")  # shown as text

@@ -86,7 +86,17 @@ FRAGMENTS = [
     '<form action="javascript:alert(1)"><button>b</button></form>',
     '<object data="javascript:alert(1)"></object>',
 ]
-_URL_ATTRIBUTES = {"href", "src", "action", "formaction", "data", "xlink:href", "poster", "background", "srcset"}
+_URL_ATTRIBUTES = {
+    "href",
+    "src",
+    "action",
+    "formaction",
+    "data",
+    "xlink:href",
+    "poster",
+    "background",
+    "srcset",
+}
 _SCRIPT_SCHEMES = re.compile(r"^(?:javascript|vbscript|data|livescript):")
 _TAB_OR_NEWLINE = re.compile(r"[\t\n\r]")
 
@@ -206,7 +216,9 @@ def hostile_files() -> dict[str, str]:
     """The fixture KB plus a bug per known hole (ids BUG-20251113-001 ...)."""
     files = site_kb_files()
     for number, name in enumerate(sorted(KNOWN_HOLES), start=1):
-        files[f"kb/bugs/BUG-20251113-00{number}.md"] = hostile_bug(f"BUG-20251113-00{number}", KNOWN_HOLES[name])
+        files[f"kb/bugs/BUG-20251113-00{number}.md"] = hostile_bug(
+            f"BUG-20251113-00{number}", KNOWN_HOLES[name]
+        )
     return files
 
 
@@ -264,7 +276,9 @@ def test_built_pages_from_hostile_records_hold_nothing_that_runs(
         article = _article(page.read_text(encoding="utf-8"))
         assert dangers(article) == [], page
     imported = next(p for p in pages if "BUG-20251120" in str(p))
-    assert "See [the log][r] and this" in re.sub(r"<[^>]+>", "", _article(imported.read_text(encoding="utf-8")))
+    assert "See [the log][r] and this" in re.sub(
+        r"<[^>]+>", "", _article(imported.read_text(encoding="utf-8"))
+    )
 
 
 def _article(page: str) -> str:

@@ -58,9 +58,10 @@ _KEY_WORD = (
 )
 _QUOTED_VALUE = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
 _BARE_VALUE = r"[^\s'\",;&}<>]{3,}"
+_PEM_END = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _PEM = (
-    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
-    r"|(?:^[A-Za-z0-9+/=]{16,}\r?\n)+-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"  # its top cut away
+    rf"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:{_PEM_END}|\Z)"
+    rf"|(?:^[A-Za-z0-9+/=]{{16,}}\r?\n)+{_PEM_END}"  # its top cut away
 )
 _PEM_RE = re.compile(_PEM, re.MULTILINE)
 _SECRETS = re.compile(
@@ -175,7 +176,9 @@ _KINDS = {
 def _placeholder(value: str) -> bool:
     """Values that name a secret rather than hold one (``$HF_TOKEN``, ``<token>``, ``***``)."""
     bare = value.strip("'\"")
-    return not bare or bare[0] in "$<{*%" or bare.lower() in ("none", "null", "true", "false", "xxx", "redacted")
+    return (
+        not bare or bare[0] in "$<{*%" or bare.lower() in ("none", "null", "true", "false", "xxx", "redacted")
+    )
 
 
 def redact_text(text: str, *, paths: bool = True, home: str | None = None, user: str | None = None) -> str:
@@ -214,7 +217,7 @@ def cut_tail(text: str, limit: int, *, mark: str = "…") -> str:
         return text
     kept = text[len(text) - max(0, limit - len(mark)) :]
     newline = kept.find("\n")
-    if newline >= 0 and not text[len(text) - len(kept) - 1] == "\n":
+    if newline >= 0 and text[len(text) - len(kept) - 1] != "\n":
         kept = kept[newline + 1 :]  # the cut falls inside a line: drop the rest of it
     return mark + kept
 
