@@ -74,11 +74,13 @@ _SECRETS = re.compile(
     r"|(?P<url>\b[a-z][a-z0-9+.-]*://[^/\s:@]*):(?P<upass>[^@\s]+)@(?=[^\s@]*(?:\s|$))"
     # --password X, --api-key=X
     rf"|(?P<flag>(?<![\w-])--?(?:{_KEY_WORD}))(?P<fsep>=|[ \t]+)(?P<fvalue>{_QUOTED_VALUE}|[^\s\"'-]\S*)"
-    # KEY=v, key: v, "key": "v", 'key': 'v'
-    rf"|(?P<name>(?<![A-Za-z0-9_.-])(?:{_KEY_WORD}))(?P<close>[\"']?)(?P<sep>[ \t]*[=:][ \t]*)"
+    # KEY=v, key: v, "key": "v", 'key': 'v': any name here, and _swap keeps the value unless the
+    # name says secret (a keyword list inside the pattern would be tried at every letter of a word)
+    r"|(?P<name>(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]{2,})(?P<close>[\"']?)(?P<sep>[ \t]*[=:][ \t]*)"
     rf"(?P<value>{_QUOTED_VALUE}|{_BARE_VALUE})",
     re.IGNORECASE | re.MULTILINE,
 )
+_SECRET_KEY = re.compile(_KEY_WORD, re.IGNORECASE)
 _OTHER_HOMES = re.compile(r"(?<![\w.~-])(?:/home|/Users|[A-Za-z]:\\Users)[/\\](?!<user>)[^/\\\s:'\"]+")
 
 
@@ -107,7 +109,10 @@ def _swap(m: re.Match[str]) -> str:
         return f"{m['url']}:{REDACTED}@"
     if m["flag"] is not None:
         return m["flag"] + m["fsep"] + _quoted(m["fvalue"])
-    return m["name"] + m["close"] + m["sep"] + _quoted(m["value"])
+    if _SECRET_KEY.fullmatch(m["name"]):
+        return m["name"] + m["close"] + m["sep"] + _quoted(m["value"])
+    # an ordinary name: its value may still hold a token or a URL with a password
+    return m["name"] + m["close"] + m["sep"] + _SECRETS.sub(_swap, m["value"])
 
 
 # Something every secret shape above contains, lower-cased: only lines holding one are looked at
@@ -154,11 +159,16 @@ def find_secrets(text: str) -> list[tuple[int, str]]:
     for start, end in _suspect_lines(text):
         for m in _SECRETS.finditer(text, start, end):
             kind = next(k for k in ("token", "hname", "scheme", "url", "flag", "name") if m[k] is not None)
+            line = text.count("\n", 0, m.start()) + 1
+            if kind == "name" and not _SECRET_KEY.fullmatch(m["name"]):
+                # an ordinary name: only what its value holds counts
+                found.extend((line, what) for _, what in find_secrets(m["value"]))
+                continue
             words = (m.group(0) if kind == "token" else m.group(m.lastindex or 0)).split()
             value = words[-1] if words else ""
             if REDACTED in m.group(0) or _swap(m) == m.group(0) or _placeholder(value):
                 continue  # already redacted, prose, or a value that only names a secret
-            found.append((text.count("\n", 0, m.start()) + 1, _KINDS[kind]))
+            found.append((line, _KINDS[kind]))
     return sorted(set(found))
 
 
@@ -169,7 +179,7 @@ _KINDS = {
     "scheme": "an authorization token",
     "url": "a password in a URL",
     "flag": "a secret on a command line",
-    "name": "a secret-named value",
+    "name": "a secret in a name = value pair",
 }
 
 
