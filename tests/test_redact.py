@@ -54,6 +54,8 @@ SHAPES = [
     (f"HF_TOKEN={HF}", HF[3:], "HF_TOKEN="),
     (f"downloading with {HF} now", HF[3:], "now"),
     ("export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "IOSFODNN7", "AWS_ACCESS_KEY_ID="),
+    ("runner GR1348941abcdefghij0123456789 registered", "abcdefghij0123", "registered"),
+    ("DefaultEndpointsProtocol=https;AccountKey=abcd1234efgh==;", "abcd1234efgh", "AccountKey="),
 ]
 
 
@@ -77,6 +79,7 @@ def test_ordinary_log_text_is_left_alone() -> None:
     text = (
         "RuntimeError: CUDA error: an illegal memory access was encountered\n"
         "tests passed: 10, max_len=512, basic configuration loaded, author: Ann\n"
+        "1. Shape checks at the top of `forward()`. They pass: predictions, targets, PWD=/tmp/run\n"
         "the token expired; see https://pytorch.org/docs/stable/notes/cuda.html\n"
     )
     assert redact_text(text, home="/nonexistent", user="nobody") == text

@@ -37,8 +37,9 @@ _TOKENS = "|".join(
         r"gh[pousr]_[A-Za-z0-9]{20,}",  # GitHub
         r"github_pat_[A-Za-z0-9_]{20,}",
         r"glpat-[A-Za-z0-9_-]{20,}",  # GitLab personal access token
-        r"gl(?:dt|rt|ptt|cbt|oas)-[A-Za-z0-9_-]{20,}",  # other GitLab tokens
-        r"npm_[A-Za-z0-9]{36}",  # npm
+        r"gl(?:dt|rt|ptt|cbt|oas|ft|agent)-[A-Za-z0-9_-]{20,}",  # other GitLab tokens
+        r"GR1348941[0-9A-Za-z_-]{20}",  # GitLab runner registration token
+        r"npm_[A-Za-z0-9-]{36}",  # npm
         r"AIza[0-9A-Za-z_-]{35}",  # Google API key
         r"sk-[A-Za-z0-9_-]{20,}",  # OpenAI-style keys
         r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",  # Stripe
@@ -53,7 +54,7 @@ _TOKENS = "|".join(
 # The name part of ``name = value``: a word that says it holds a secret.
 _KEY_WORD = (
     r"[A-Za-z0-9_.-]*(?:token|secret|passw(?:or)?d|passphrase|_pwd|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|credential|sessionid|session[_-]?id|auth[_-]?key|authorization|cookie)"
+    r"private[_-]?key|account[_-]?key|credential|sessionid|session[_-]?id|auth[_-]?key|authorization|cookie)"
     r"[A-Za-z0-9_.-]*|[A-Za-z0-9_.-]*[_.-]pass"
 )
 _QUOTED_VALUE = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
@@ -120,7 +121,7 @@ def _swap(m: re.Match[str]) -> str:
 # the full pattern, whose case-insensitive name part is tried at every word.)
 _TRIGGER = re.compile(
     r"token|secret|pass|pwd|key|auth|cookie|session|credential|bearer|basic|://|github_pat|glpat|xox|"
-    r"hf_|gh[pousr]_|gl[a-z]{2,3}-|npm_|aiza|[sr]k[-_]|akia|asia|sg\.|sk[0-9a-f]|pypi-|eyj"
+    r"hf_|gh[pousr]_|gl[a-z]{2,5}-|gr1348941|npm_|aiza|[sr]k[-_]|akia|asia|sg\.|sk[0-9a-f]|pypi-|eyj"
 )
 _TRIGGER_ANY_CASE = re.compile(_TRIGGER.pattern, re.IGNORECASE)
 
