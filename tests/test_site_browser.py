@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from site_kb import make_site_project, mkdocs_build
+from test_site_sanitize import KNOWN_HOLES, build_hostile_site
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -68,6 +69,7 @@ class Browser:
             os.close(fd)
         self._buffer = b""
         self._next_id = 0
+        self.events: list[dict[str, Any]] = []  # what chromium reported on its own
         try:
             target = self.call("Target.createTarget", url="about:blank")["targetId"]
             self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
@@ -90,6 +92,8 @@ class Browser:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply.get("result", {})
+            if "method" in reply:
+                self.events.append(reply)
         raise TimeoutError(method)
 
     def _read(self, deadline: float) -> dict[str, Any]:
@@ -148,7 +152,11 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     project = make_site_project(tmp_path_factory.mktemp("browser"))
     result = mkdocs_build(project)
     assert result.returncode == 0, result.stderr
-    handler = functools.partial(_Quiet, directory=str(project / "site"))
+    yield from serve(project / "site")
+
+
+def serve(folder: Path) -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)  # port 0: a free one
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -157,6 +165,14 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="module")
+def hostile_site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The fixture KB plus a bug per hole mdsafe had, and a hostile report brought in by `kbgen import`."""
+    with pytest.MonkeyPatch.context() as patch:
+        project = build_hostile_site(tmp_path_factory.mktemp("hostile"), patch)
+    yield from serve(project / "site")
 
 
 @pytest.fixture
@@ -222,3 +238,48 @@ def test_bug_table_sorts_by_severity(site_url: str, browser: Browser) -> None:
     assert browser.evaluate(first_ids) == "BUG-20251112-014 BUG-20251109-002 BUG-20251020-001"
     browser.evaluate("document.querySelectorAll('.kb-sortable th')[3].click()")  # again: low first
     assert browser.evaluate(first_ids) == "BUG-20251020-001 BUG-20251109-002 BUG-20251112-014"
+
+
+# Counts every way a page could ask for a dialog, without letting one block the page; the
+# protocol's own dialog event is watched as well.
+_TRAP_DIALOGS = """
+window.__kbDialogs = [];
+for (const name of ["alert", "confirm", "prompt", "print"]) {
+  window[name] = function (...args) { window.__kbDialogs.push(name + "(" + args.join(",") + ")"); };
+}
+"""
+
+
+_HANDLERS = (
+    "[...document.querySelectorAll('article *')]"
+    ".filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length"
+)
+_SCRIPT_LINKS = (
+    "[...document.querySelectorAll('article a')].filter(a => /^(javascript|data):/i.test(a.href)).length"
+)
+
+
+def hostile_pages(site: str) -> list[str]:
+    ids = [f"BUG-20251113-00{n}" for n in range(1, len(KNOWN_HOLES) + 1)]
+    return [site + f"bugs/{bug}/" for bug in ["BUG-20251112-014", *ids, "BUG-20251120-001"]] + [
+        site + "bugs/"
+    ]
+
+
+def test_pages_from_hostile_records_fire_no_dialog(hostile_site_url: str, browser: Browser) -> None:
+    browser.call("Page.enable", session=True)
+    browser.call("Page.addScriptToEvaluateOnNewDocument", session=True, source=_TRAP_DIALOGS)
+    for url in hostile_pages(hostile_site_url):
+        browser.open(url)
+        # image errors (onerror) and toggles fire after load: let them settle
+        browser.wait_for("[...document.images].every(i => i.complete)")
+        time.sleep(0.3)
+        assert browser.evaluate("window.__kbDialogs") == [], url
+        assert browser.evaluate(_HANDLERS) == 0, url
+        assert browser.evaluate("document.querySelectorAll('article script, article iframe').length") == 0, (
+            url
+        )
+        assert browser.evaluate(_SCRIPT_LINKS) == 0, url
+    dialogs = [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
+    assert dialogs == []
+    assert "Loader crashes <img src=x onerror=alert(21)>" in text_of(browser, "article")  # shown as text

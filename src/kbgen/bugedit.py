@@ -27,6 +27,7 @@ from kbgen.models import (
     StepState,
     legacy_environment,
 )
+from kbgen.redact import redact_text
 from kbgen.roundtrip import REMOVE, update_entry
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ def set_status(
         _known(kb, "cause", cause, "--cause")
     if fix:
         _known(kb, "fix", fix, "--fix")
+    note = None if note is None else redact_text(note, user="")
 
     def make(fresh: Entry) -> dict[str, Any]:
         bug: Bug = fresh.record

@@ -20,6 +20,7 @@ from kbgen import clock
 from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity
+from kbgen.redact import redact_text
 from kbgen.roundtrip import plain, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
@@ -142,15 +143,18 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
     day = new.date or now.date()
     steps = progress_from(kb, new.error)
 
+    title = redact_text(new.title, user="")
+    message = None if new.message is None else redact_text(new.message, user="")
+
     def render(bug_id: str) -> str:
         bug = _new_record(
             id=bug_id,
-            title=new.title,
+            title=title,
             created=now,
             updated=now,
             severity=new.severity,
             error=new.error,
-            message=new.message,
+            message=message,
             repro=new.repro,
             tags=new.tags,
             assignee=new.assignee,
@@ -160,7 +164,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
         return str(template.render(bug=bug, error=kb.errors[new.error].record if new.error else None))
 
     render(f"BUG-{stamp(day)}-001")  # refuse bad values before an id is claimed
-    return claim_id(kb.project, day, render, slugify(new.title))
+    return claim_id(kb.project, day, render, slugify(title))
 
 
 #: the command-line option behind each field a person gives new-bug

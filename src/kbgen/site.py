@@ -57,6 +57,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.env: Any = None
         self.templates_digest = ""
         self.error_uris: list[str] = []
+        self.generated: set[str] = set()  # src uris of the pages made from kb/
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -97,6 +98,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
+        self.generated = {p.uri for p in generated}
         self.urls = {file.url for file in files.documentation_pages()}
         return files
 
@@ -149,6 +151,14 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             if after is not None:
                 after.previous_page = before
         return Navigation(nav.items, ordered)
+
+    def on_page_content(self, html: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        """A page made from KB text leaves here as allow-listed HTML: no script, handler or script URL."""
+        if page.file.src_uri not in self.generated:
+            return html
+        from kbgen.sanitize import clean_html
+
+        return clean_html(html)
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
         self.built.add(page.url)

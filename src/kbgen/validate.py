@@ -68,6 +68,7 @@ def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
     for kind in ("error", "cause", "fix", "bug"):
         for entry in kb.of(kind).values():
             problems.extend(check_text(kb, entry))
+            problems.extend(check_secrets(entry))
             if entry.source.bom:
                 problems.append(
                     _at(kb, entry, None, "the file starts with a UTF-8 byte order mark", "warning")
@@ -234,6 +235,15 @@ def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
     if type(entry.record).KIND == "bug":
         first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
         yield from _empty_sections(rel, _mask(source.body), first_line, source.body)
+
+
+def check_secrets(entry: Entry) -> Iterator[Problem]:
+    """A warning (an error under --strict) per line that holds what looks like a secret."""
+    from kbgen.redact import find_secrets
+
+    for line, what in find_secrets(entry.source.text):
+        message = f"looks like {what}: remove it, or write a placeholder such as $NAME or <redacted>"
+        yield Problem(entry.source.rel, line, None, message, "warning", code="secret")
 
 
 def _might_have_bad_text(text: str) -> bool:

@@ -28,6 +28,7 @@ from kbgen.importer.markdown import (
     repair_mojibake,
 )
 from kbgen.models import BUG_ID_RE, Bug, Environment, Event, EventKind, Severity, Status
+from kbgen.redact import redact_text
 from kbgen.store import Kb
 
 _SEVERITY_WORDS = {
@@ -107,6 +108,11 @@ def read_report(path: Path) -> tuple[dict[str, Any], str, list[str]]:
         raise KbgenError(f"{path}: looks like a binary file, not a Markdown report; nothing was written")
     text = raw.decode("utf-8", errors="replace").removeprefix("\ufeff")
     text, notes = repair_mojibake(text)
+    # Secrets and home folders go before anything is parsed, so no field or section keeps one.
+    clean = redact_text(text, user="")
+    if clean != text:
+        text = clean
+        notes.append("secrets or home paths redacted")
     if not text.strip():
         raise KbgenError(f"{path}: the file is empty; nothing was written")
     if not text.startswith("---"):

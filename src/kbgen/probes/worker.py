@@ -60,7 +60,10 @@ def read_tail(fd, start, limit=TAIL):
     try:
         size = os.fstat(fd).st_size
         begin = max(start, size - limit)
-        return os.pread(fd, max(0, size - begin), begin).decode("utf-8", "replace")
+        tail = os.pread(fd, max(0, size - begin), begin)
+        if begin > start and b"\n" in tail:  # start at a whole line: no token without its prefix
+            tail = tail[tail.index(b"\n") + 1 :]
+        return tail.decode("utf-8", "replace")
     except (OSError, ValueError):
         return ""
 
@@ -175,6 +178,15 @@ def _unmet(needs, torch_state):
     return None
 
 
+def _cut(text, limit):
+    """``text`` cut to ``limit`` at a word end: kbgen redacts secrets later, and a token cut in two
+    would lose the prefix that gives it away."""
+    kept = text[: limit - 1]
+    if not text[limit - 1].isspace():
+        kept = kept[: max(kept.rfind(" "), kept.rfind("\n"), kept.rfind("\t")) + 1]
+    return kept.rstrip() + "…"
+
+
 def _clean(result):
     """Check a probe's return value; return (result, problem)."""
     if not isinstance(result, dict):
@@ -189,11 +201,11 @@ def _clean(result):
         elif not isinstance(value, SCALARS):
             value = str(value)
         if isinstance(value, str) and len(value) > FACT_LIMIT:
-            value = value[: FACT_LIMIT - 1] + "…"
+            value = _cut(value, FACT_LIMIT)
         clean[str(key)] = value
     message = str(result.get("message") or "")
     if len(message) > MESSAGE_LIMIT:
-        message = message[: MESSAGE_LIMIT - 1] + "…"
+        message = _cut(message, MESSAGE_LIMIT)
     return {"status": result.get("status"), "message": message, "facts": clean}, None
 
 

@@ -17,6 +17,7 @@ from collections import defaultdict
 import re2
 from pydantic import BaseModel, ConfigDict, Field
 
+from kbgen.redact import cut_head, cut_tail, redact_text
 from kbgen.store import Kb
 from kbgen.triage.scan import MAX_LINE, ScanResult, SignatureHits, scan_log, scan_stream
 from kbgen.triage.signatures import (
@@ -174,13 +175,16 @@ def _match(error: str, found: list[SignatureHits], kb: Kb) -> Match:
             lines.setdefault(hit.number, hit.text)
     first = min(found, key=lambda h: h.lines[0].number)
     excerpt = [*_excerpt_start(first.before), first.lines[0].text, *_excerpt_end(first.after)]
+    # What triage shows or hands on (text, --json, a bug draft) never carries a secret.
+    lines = {n: redact_text(t) for n, t in sorted(lines.items())[:8]}
+    excerpt = redact_text("\n".join(excerpt)).split("\n")
     return Match(
         error=error,
         title=kb.errors[error].record.title,
         score=round(score, 2),
         first_line=first.lines[0].number,
         count=max(h.count for h in found),
-        lines=[LineHit(number=n, text=t) for n, t in sorted(lines.items())[:8]],
+        lines=[LineHit(number=n, text=t) for n, t in lines.items()],
         excerpt=excerpt,
     )
 
@@ -222,9 +226,7 @@ _LINE_PREFIX = re2.compile(
 
 def draft_from_log(source: str, kb: Kb) -> LogDraft:
     """A bug draft from a log: the primary error type, a title naming where it failed, and a
-    redacted error excerpt (progress bars left out)."""
-    from kbgen.redact import redact_text
-
+    redacted error excerpt (progress bars left out). Text is redacted before it is cut."""
     report = triage_log(source, kb)
     if report.matches:
         top = report.matches[0]
@@ -233,7 +235,7 @@ def draft_from_log(source: str, kb: Kb) -> LogDraft:
             if line.number == top.first_line:
                 title_line = line.text
     else:
-        excerpt, error = _readable(report.tail)[-20:], None
+        excerpt, error = redact_text("\n".join(_readable(report.tail)[-20:])).split("\n"), None
         candidates = [line for line in excerpt if _EXCEPTION_LINE.search(line)]
         title_line = candidates[-1] if candidates else next((x for x in reversed(excerpt) if x.strip()), "")
     site = failure_site(excerpt)
@@ -243,7 +245,7 @@ def draft_from_log(source: str, kb: Kb) -> LogDraft:
     else:
         title = _title(title_line) + (f" in {site}" if site and _title(title_line) else "")
     title = _bounded_title(redact_text(title)) or f"Error in {report.source}"
-    return LogDraft(title=title, error=error, message=redact_text(_bounded(excerpt)))
+    return LogDraft(title=title, error=error, message=_bounded(excerpt))
 
 
 _PROGRESS = re.compile(r"\d+%\|.*\||\d+(?:\.\d+)?\s*(?:it|s)/(?:s|it)\b|\r")
@@ -296,14 +298,10 @@ def _title(line: str) -> str:
 
 
 def _bounded_title(text: str) -> str:
-    if len(text) > MAX_TITLE:
-        text = text[: MAX_TITLE - 1].rstrip() + "…"
-    return text
+    return cut_head(text, MAX_TITLE)
 
 
 def _bounded(lines: list[str]) -> str:
-    kept = [line[:MAX_LINE] for line in lines[-MAX_EXCERPT_LINES:]]
-    text = "\n".join(kept).strip("\n")
-    if len(text) > MAX_EXCERPT_CHARS:
-        text = "…" + text[-(MAX_EXCERPT_CHARS - 1) :]
-    return text
+    """The end of an excerpt whose secrets are already redacted, cut to size."""
+    kept = [cut_head(line, MAX_LINE) for line in lines[-MAX_EXCERPT_LINES:]]
+    return cut_tail("\n".join(kept).strip("\n"), MAX_EXCERPT_CHARS)

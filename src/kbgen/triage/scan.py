@@ -66,6 +66,16 @@ class ScanResult:
     tail: list[str]  # the last lines of the log, cleaned
 
 
+def whole_words(raw: bytes, cut_start: bool, cut_end: bool) -> bytes:
+    """A piece of a line without the words a cut fell into: secrets are redacted only later, and a
+    token cut in two would lose the prefix that gives it away."""
+    if cut_start:
+        raw = raw[len(raw.split(None, 1)[0]) :] if raw[:1].strip() else raw
+    if cut_end and raw[-1:].strip():
+        raw = raw[: len(raw) - len(raw.rsplit(None, 1)[-1])]
+    return raw
+
+
 def clean_line(raw: bytes) -> str:
     """Decode one line, keep the last carriage-return segment, drop a box's side borders."""
     text = raw.decode("utf-8", errors="replace")
@@ -189,7 +199,8 @@ class Scanner:
             pos = end + 1
             # a line longer than the window is judged on the window around the hit
             low, high = max(start, at - WINDOW // 4), min(end, at + WINDOW)
-            text = clean_line(block[low:high])
+            # a cut drops the word it falls in: a token without its prefix would escape redaction
+            text = clean_line(whole_words(block[low:high], low > start, high < end))
             match = signature.exact.search(text)
             if match is None:
                 continue
@@ -198,11 +209,11 @@ class Scanner:
 
     def _context(self, block: bytes, start: int, end: int) -> tuple[list[str], list[str]]:
         head = block[max(0, start - 16384) : start].split(b"\n")[:-1][-CONTEXT_BEFORE:]
-        before = [clean_line(x[:MAX_LINE]) for x in head]
+        before = [clean_line(whole_words(x[:MAX_LINE], False, len(x) > MAX_LINE)) for x in head]
         if len(before) < CONTEXT_BEFORE and start - 16384 <= 0:
             before = self.previous_tail[-(CONTEXT_BEFORE - len(before)) :] + before
         tail = block[end + 1 : end + 1 + 16384].split(b"\n")[:CONTEXT_AFTER]
-        return before, [clean_line(x[:MAX_LINE]) for x in tail]
+        return before, [clean_line(whole_words(x[:MAX_LINE], False, len(x) > MAX_LINE)) for x in tail]
 
 
 def _shown(text: str, at: int) -> str:
@@ -210,7 +221,8 @@ def _shown(text: str, at: int) -> str:
     if len(text) <= MAX_LINE:
         return text
     low = max(0, min(at - MAX_LINE // 2, len(text) - MAX_LINE))
-    return text[low : low + MAX_LINE]
+    piece = whole_words(text[low : low + MAX_LINE].encode(), low > 0, low + MAX_LINE < len(text))
+    return piece.decode("utf-8", errors="replace")
 
 
 def scan_log(source: str, signatures: list[CompiledSignature]) -> ScanResult:

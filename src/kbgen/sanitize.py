@@ -1,0 +1,77 @@
+"""Clean the HTML of pages made from KB text with an allow-list sanitizer (nh3, the Python binding
+of the Rust ammonia crate) before the theme wraps them.
+
+``mdsafe`` keeps text that people wrote from turning into markup, but a Markdown engine has more
+ways to produce HTML than any rewrite of Markdown can foresee. So the HTML that comes out is
+cleaned as well: only the elements and attributes mkdocs-material's features produce survive
+(admonitions, details, content tabs, tables, highlighted code with line anchors, task lists,
+emoji and icon SVGs, heading permalinks, the sortable tables' ``data-`` keys); scripts, styles,
+frames, forms, every ``on*`` attribute and every URL whose scheme is not a web or mail one go.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+_TAGS = {
+    # text and structure
+    *("a", "abbr", "b", "blockquote", "br", "caption", "cite", "code", "col", "colgroup", "dd", "del"),
+    *("details", "dfn", "div", "dl", "dt", "em", "figcaption", "figure", "h1", "h2", "h3", "h4"),
+    *("h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark", "ol", "p", "pre", "q", "s", "samp"),
+    *("small", "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th"),
+    *("thead", "tr", "u", "ul", "var", "wbr", "article", "section", "aside", "nav", "time"),
+    # content tabs and task lists
+    *("input", "label"),
+    # emoji and icons from Material's shortcodes
+    *("svg", "path", "g", "circle", "rect", "line", "polyline", "polygon", "ellipse", "title"),
+}
+_EVERYWHERE = {"class", "id", "title", "lang", "dir", "role", "hidden"}
+_ATTRIBUTES = {
+    "*": _EVERYWHERE | {f"aria-{name}" for name in ("label", "hidden", "describedby", "labelledby", "sort")},
+    "a": {"href", "name", "rel"},
+    "img": {"src", "alt", "width", "height", "loading"},
+    "details": {"open"},
+    "input": {"type", "checked", "disabled", "name"},
+    "label": {"for"},
+    "ol": {"start", "reversed", "type"},
+    "li": {"value"},
+    "td": {"align", "colspan", "rowspan", "style"},
+    "th": {"align", "colspan", "rowspan", "scope", "style"},
+    "col": {"span"},
+    "time": {"datetime"},
+    "abbr": {"title"},
+    "svg": {"xmlns", "viewBox", "viewbox", "width", "height", "fill", "aria-hidden", "focusable"},
+    "path": {"d", "fill", "fill-rule", "clip-rule"},
+    "g": {"fill", "transform"},
+    "circle": {"cx", "cy", "r", "fill"},
+    "rect": {"x", "y", "width", "height", "rx", "ry", "fill"},
+    "line": {"x1", "y1", "x2", "y2"},
+    "polyline": {"points"},
+    "polygon": {"points"},
+    "ellipse": {"cx", "cy", "rx", "ry"},
+}
+_SCHEMES = {"http", "https", "mailto", "ftp", "ftps"}
+# Only tables' alignment may be styled (Python-Markdown writes ``style="text-align: left;"``).
+_STYLES = {"text-align"}
+
+
+@lru_cache(maxsize=1)
+def _options() -> dict[str, Any]:
+    return {
+        "tags": _TAGS,
+        "attributes": _ATTRIBUTES,
+        "url_schemes": _SCHEMES,
+        "generic_attribute_prefixes": {"data-"},
+        "strip_comments": True,
+        "link_rel": None,  # links to other KB pages keep no rel; off-site ones keep theirs
+        "clean_content_tags": {"script", "style"},
+        "filter_style_properties": _STYLES,
+    }
+
+
+def clean_html(html: str) -> str:
+    """``html`` with everything outside the allow-list removed (text kept, markup dropped)."""
+    import nh3
+
+    return str(nh3.clean(html, **_options()))
