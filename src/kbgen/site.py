@@ -129,7 +129,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         log.error(f"kbgen: showing the last good site until this is fixed:\n{exc}")
         if self.last_good is not None:
             return self.last_good
-        text = f"# The KB cannot be published yet\n\nFix this and save; the site reloads.\n\n{mdsafe.fence(exc)}\n"
+        text = "# The KB cannot be published yet\n\nFix this and save; the site reloads.\n\n"
+        text += f"{mdsafe.fence(exc)}\n"
         return [pages.Page(uri, text) for uri, _ in pages.INDEX_PAGES]
 
     def _file(self, config: MkDocsConfig, page: pages.Page, docs: Path) -> File:
