@@ -129,3 +129,27 @@ def test_kbgen_serve_reports_a_broken_edit_until_it_is_fixed(serve: Callable[[li
     wait_until(lambda: f"{BUG}:7: severity: " in server.output(), "the problem reported with file and line")
     edit(server.log.parent / BUG, "severity: urgent", "severity: low")
     wait_until(lambda: "kb-sev--low" in server.page("bugs/BUG-20251020-001/"), "the fixed page served")
+
+
+def problem(server: Server) -> str:
+    text = server.page("kbgen-problem.json")
+    return str(json.loads(text)["problem"]) if text else "(no answer)"
+
+
+def test_kbgen_serve_keeps_answering_while_a_record_is_broken(serve: Callable[[list[str]], Server]) -> None:
+    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    broken = "kb/bugs/BUG-20251109-002.md"  # another bug names it under related:
+    edit(server.log.parent / broken, "status: investigating", "status: investigatin")
+    wait_until(lambda: f"{broken}:" in problem(server), "the problem published for the banner")
+    assert "status: must be one of" in problem(server)
+    # every page still answers at once, with the last good content
+    started = time.monotonic()
+    assert "kb-status--investigating" in server.page("bugs/BUG-20251109-002/")
+    assert "BUG-20251112-014" in server.page("bugs/BUG-20251112-014/")
+    assert time.monotonic() - started < 10
+    # the bug that names the broken one is not blamed
+    assert "BUG-20251112-014.md" not in server.output()
+    assert "BUG-20251112-014.md" not in problem(server)
+    edit(server.log.parent / broken, "status: investigatin", "status: confirmed")
+    wait_until(lambda: "kb-status--confirmed" in server.page("bugs/BUG-20251109-002/"), "the fixed page served")
+    assert problem(server) == ""
