@@ -17,7 +17,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 
 def bars_of(svg: str) -> list[ET.Element]:
-    return [el for el in ET.fromstring(svg).iter(f"{SVG}rect")]
+    return list(ET.fromstring(svg).iter(f"{SVG}rect"))
 
 
 def test_horizontal_bars_scale_to_the_largest_and_escape_labels() -> None:

@@ -151,5 +151,6 @@ def test_kbgen_serve_keeps_answering_while_a_record_is_broken(serve: Callable[[l
     assert "BUG-20251112-014.md" not in server.output()
     assert "BUG-20251112-014.md" not in problem(server)
     edit(server.log.parent / broken, "status: investigatin", "status: confirmed")
-    wait_until(lambda: "kb-status--confirmed" in server.page("bugs/BUG-20251109-002/"), "the fixed page served")
+    fixed = "kb-status--confirmed"
+    wait_until(lambda: fixed in server.page("bugs/BUG-20251109-002/"), "the fixed page served")
     assert problem(server) == ""
