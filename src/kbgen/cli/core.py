@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgen.cli.common import load_clean_kb, project_of
+from kbgen.cli.common import complete_bug_ids, complete_error_ids, load_clean_kb, project_of
 
 if TYPE_CHECKING:
     from kbgen.errors import Problem
@@ -112,9 +112,10 @@ def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
     "--error",
     "error_id",
     metavar="ERROR-ID",
+    shell_complete=complete_error_ids,
     help="Error type id (kb/errors/); its diagnostic steps become the bug's progress checklist.",
 )
-@click.option("--severity", type=click.Choice(SEVERITIES), help="Default: medium.")
+@click.option("--severity", type=click.Choice(SEVERITIES, case_sensitive=False), help="Default: medium.")
 @click.option("--tag", "tags", multiple=True, help="Repeat for several tags.")
 @click.option("--assignee")
 @click.option("--message", help="The error message or traceback excerpt.")
@@ -127,7 +128,10 @@ def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
     help="Take error type, title and message from a log "
     "('-' for stdin); secrets and home paths are redacted.",
 )
-@click.option("--open", "open_editor", is_flag=True, help="Open the new file in $EDITOR.")
+@click.option(
+    "--open", "open_editor", is_flag=True, help="Open the new file in $EDITOR (in a terminal only)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the new bug's id and file as JSON.")
 @click.pass_context
 def new_bug(ctx: click.Context, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
@@ -158,9 +162,20 @@ def new_bug(ctx: click.Context, **opts: Any) -> None:
         date=parse_date(opts["day"]) if opts["day"] else None,
     )
     bug_id, path = create_bug(kb, new, template=_bug_template(kb.project))
-    click.echo(f"{bug_id} {kb.project.rel(path)}")
+    if opts["as_json"]:
+        click.echo(json.dumps({"id": bug_id, "path": kb.project.rel(path)}))
+    else:
+        click.echo(f"{bug_id} {kb.project.rel(path)}")
     if opts["open_editor"]:
-        click.edit(filename=str(path))
+        if has_terminal():
+            click.edit(filename=str(path))
+        else:  # an editor without a terminal would hang a script or CI job
+            click.echo("not opening an editor: no terminal", err=True)
+
+
+def has_terminal() -> bool:
+    """True when a person sits at this command: both stdin and stdout are terminals."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _fill_from_log(opts: dict[str, Any], kb: Any) -> None:
@@ -222,9 +237,28 @@ def _bug_template(project: Any) -> Any:
 
 
 @click.command("list")
-@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), help="Repeatable.")
-@click.option("--severity", "severities", multiple=True, type=click.Choice(SEVERITIES), help="Repeatable.")
-@click.option("--error", "errors", multiple=True, metavar="ERROR-ID", help="Repeatable.")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(STATUSES, case_sensitive=False),
+    help="Repeatable.",
+)
+@click.option(
+    "--severity",
+    "severities",
+    multiple=True,
+    type=click.Choice(SEVERITIES, case_sensitive=False),
+    help="Repeatable.",
+)
+@click.option(
+    "--error",
+    "errors",
+    multiple=True,
+    metavar="ERROR-ID",
+    shell_complete=complete_error_ids,
+    help="Repeatable.",
+)
 @click.option("--tag", "tags", multiple=True, help="Repeatable; a bug must carry every tag given.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of bug records.")
 @click.pass_context
@@ -266,11 +300,17 @@ def list_bugs(
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.option("--json", "as_json", is_flag=True)
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
+@click.option("--json", "as_json", is_flag=True, help="The whole record as JSON.")
 @click.pass_context
 def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
-    """Show one bug (an old id kept as an alias works too)."""
+    """Show one bug (an old id kept as an alias works too).
+
+    \b
+    Examples:
+      kbgen show BUG-20251109-002
+      kbgen show BUG-20251109-002 --json | jq .progress
+    """
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
     bug = entry.record
@@ -304,12 +344,18 @@ def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES))
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
+@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES, case_sensitive=False))
 @click.option("--note", help="Why; kept in the bug's history.")
+@click.option("--json", "as_json", is_flag=True, help="Print the bug's id and old and new status as JSON.")
 @click.pass_context
-def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -> None:
+def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None, as_json: bool) -> None:
     """Change a bug's status and record it in its history.
+
+    \b
+    STATUS is one of (in any case):
+      open, confirmed, investigating, fix-in-progress   (the bug is open)
+      fixed, verified, wontfix, duplicate               (the bug is closed)
 
     \b
     Example:
@@ -321,14 +367,17 @@ def status(ctx: click.Context, bug_id: str, new_status: str, note: str | None) -
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
     old = entry.record.status.value
-    if set_status(entry, Status(new_status), note):
+    changed = set_status(entry, Status(new_status), note)
+    if as_json:
+        click.echo(json.dumps({"id": entry.record.id, "from": old, "to": new_status, "changed": changed}))
+    elif changed:
         click.echo(f"{entry.record.id}: {old} -> {new_status}")
     else:
         click.echo(f"{entry.record.id}: already {new_status}")
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
 @click.option(
     "--date", "day", metavar="YYYY-MM-DD", help="Date part of the new id. Default: the old id's date."
 )
@@ -338,6 +387,11 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
 
     When two branches minted the same id, this moves the newer report; links to the
     old id still resolve through the alias.
+
+    \b
+    Examples:
+      kbgen renumber BUG-20251109-002                    # the next free id of the same day
+      kbgen renumber BUG-20251109-002 --date 2025-11-10  # a free id of another day
     """
     from kbgen.bugs import parse_date
     from kbgen.bugs import renumber as do_renumber
@@ -357,7 +411,13 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
     help="Write <kind>.schema.json files here instead of printing.",
 )
 def schema(kind: str | None, out_dir: Path | None) -> None:
-    """Print (or write) the JSON Schema of each record kind, for editors and other tools."""
+    """Print (or write) the JSON Schema of each record kind, for editors and other tools.
+
+    \b
+    Examples:
+      kbgen schema bug                  # the bug schema on stdout
+      kbgen schema --out .schemas       # one <kind>.schema.json per kind, for an editor's YAML support
+    """
     from pydantic import BaseModel
 
     from kbgen.models import KINDS, ProbeMeta
