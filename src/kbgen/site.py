@@ -168,6 +168,12 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
         self.built.add(page.url)
+        outside = page.file.inclusion == InclusionLevel.NOT_IN_NAV and page.parent is None
+        if outside and page.file.generated_by == "kbgen":
+            # A record page outside the nav would show an empty navigation sidebar: hide it, so
+            # kbgen.css moves the page's table of contents there and the text gets the width.
+            hide = page.meta.get("hide")
+            page.meta["hide"] = [*(hide if isinstance(hide, list) else []), "navigation"]
         return context
 
     @event_priority(100)  # before the search plugin writes its index
