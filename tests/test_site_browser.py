@@ -316,12 +316,13 @@ def test_bug_page_tracebacks_get_the_width(shipped_url: str, browser: Browser, w
     assert blocks
     inner = browser.evaluate("window.innerWidth")
     for block in blocks:  # inside the screen, and a long line scrolls rather than being cut
-        assert 0 <= block["left"] and block["right"] <= inner + 1
+        assert block["left"] >= 0 and block["right"] <= inner + 1
         assert not block["clipped"] or block["scroll"] in ("auto", "scroll")
     if width > 1000:
         toc = browser.evaluate(
             "(() => { const s = document.querySelector('.md-sidebar--secondary');"
-            " return s && getComputedStyle(s).display !== 'none' ? s.getBoundingClientRect().left : null; })()"
+            " const shown = s && getComputedStyle(s).display !== 'none';"
+            " return shown ? s.getBoundingClientRect().left : null; })()"
         )
         article = browser.evaluate(
             "(() => { const r = document.querySelector('article').getBoundingClientRect();"
