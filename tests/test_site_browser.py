@@ -364,4 +364,9 @@ def test_dashboard_charts_and_counts(shipped_url: str, browser: Browser, width: 
             " getComputedStyle(document.querySelector('article')).color]"
         )
         assert fill == text, scheme
+    browser.screenshot(SHOTS / f"dashboard-dark-{width}.png")
+    opened, closed = browser.evaluate(
+        "['opened', 'closed'].map(k => getComputedStyle(document.querySelector('.kb-bar--' + k)).fill)"
+    )
+    assert opened != closed  # the legend's two colours are the bars' colours
     assert no_page_overflow(browser)
