@@ -46,7 +46,7 @@ def wait_until(check: Callable[[], bool], what: str, limit: float = 90) -> None:
 
 
 class Server:
-    def __init__(self, project: Path, command: list[str]) -> None:
+    def __init__(self, project: Path, command: list[str], ready: tuple[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = project / "server.log"
@@ -54,7 +54,8 @@ class Server:
         with self.log.open("wb") as log:
             address = ["--dev-addr", f"127.0.0.1:{self.port}"]
             self.proc = subprocess.Popen([*command, *address], cwd=project, env=env, stdout=log, stderr=log)
-        wait_until(lambda: "BUG-20251020-001" in self.page("bugs/BUG-20251020-001/"), "first build served")
+        path, text = ready or ("bugs/BUG-20251020-001/", "BUG-20251020-001")
+        wait_until(lambda: text in self.page(path), "first build served")
 
     def page(self, path: str) -> str:
         return fetch(self.url + path)
@@ -154,3 +155,19 @@ def test_kbgen_serve_keeps_answering_while_a_record_is_broken(serve: Callable[[l
     fixed = "kb-status--confirmed"
     wait_until(lambda: fixed in server.page("bugs/BUG-20251109-002/"), "the fixed page served")
     assert problem(server) == ""
+
+
+def test_kbgen_serve_starts_with_a_broken_record_and_recovers(tmp_path: Path) -> None:
+    project = make_site_project(tmp_path)
+    broken = project / "kb/bugs/BUG-20251109-002.md"
+    edit(broken, "status: investigating", "status: investigatin")
+    server = Server(project, [sys.executable, "-m", "kbgen", "serve"], ready=("", "cannot be published yet"))
+    try:
+        home = server.page("")
+        assert "kb/bugs/BUG-20251109-002.md:" in home and "investigatin" in home
+        assert "kb/bugs/BUG-20251109-002.md:" in problem(server)
+        edit(broken, "status: investigatin", "status: investigating")
+        wait_until(lambda: "BUG-20251109-002" in server.page("bugs/BUG-20251109-002/"), "the site served")
+        assert problem(server) == ""
+    finally:
+        server.stop()
