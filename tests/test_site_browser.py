@@ -343,6 +343,8 @@ def test_marks_are_icons_not_emoji(shipped_url: str, browser: Browser, width: in
     assert marks and all(m["svg"] and m["w"] > 8 for m in marks)
     article = text_of(browser, "article")
     assert not any(ch in article for ch in EMOJI)
+    browser.evaluate("document.querySelector('article .kb-mark').scrollIntoView({block: 'center'})")
+    browser.screenshot(SHOTS / f"bug-marks-{width}.png")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
