@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgen import charts, render
+from kbgen import charts, pagetext
 from kbgen.sitedata import SiteData
 from kbgen.store import Project, load_kb
 from site_kb import make_site_project
@@ -73,22 +73,22 @@ def test_open_bugs_by_error_and_severity(site: SiteData) -> None:
 
 def test_first_sentence_keeps_the_index_short() -> None:
     long = "The CPU hit an instruction it does not implement. The process dies from SIGILL."
-    assert render.first_sentence(long) == "The CPU hit an instruction it does not implement."
-    assert render.first_sentence("torch.cuda.is_available() is False. Then") == (
+    assert pagetext.first_sentence(long) == "The CPU hit an instruction it does not implement."
+    assert pagetext.first_sentence("torch.cuda.is_available() is False. Then") == (
         "torch.cuda.is_available() is False."
     )
-    cut = render.first_sentence("word " * 100, limit=40)
+    cut = pagetext.first_sentence("word " * 100, limit=40)
     assert len(cut) <= 42 and cut.endswith("…")
-    assert render.first_sentence("`a b c d e f g h` " * 10, limit=30).count("`") % 2 == 0
+    assert pagetext.first_sentence("`a b c d e f g h` " * 10, limit=30).count("`") % 2 == 0
 
 
 def test_bug_ids_in_prose_become_links_but_not_inside_code_or_links() -> None:
     bugs = {"BUG-20251109-002": object()}
     text = "see BUG-20251109-002, not `BUG-20251109-002` nor [BUG-20251109-002](x.md) nor BUG-20990101-001"
-    made = render.link_bug_ids(text, bugs, "errors/x.md")
+    made = pagetext.link_bug_ids(text, bugs, "errors/x.md")
     assert made == (
         "see [BUG-20251109-002](../bugs/BUG-20251109-002.md), not `BUG-20251109-002` "
         "nor [BUG-20251109-002](x.md) nor BUG-20990101-001"
     )
     fenced = "```\nBUG-20251109-002\n```\n"
-    assert render.link_bug_ids(fenced, bugs, "errors/x.md") == fenced
+    assert pagetext.link_bug_ids(fenced, bugs, "errors/x.md") == fenced

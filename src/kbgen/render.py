@@ -14,7 +14,6 @@ import datetime as dt
 import hashlib
 import html
 import json
-import re
 import traceback
 from enum import Enum
 from pathlib import Path
@@ -24,9 +23,10 @@ import jinja2
 from markupsafe import Markup
 
 import kbgen
-from kbgen import charts, mdsafe
+from kbgen import mdsafe
 from kbgen.errors import KbgenError, relpath
 from kbgen.models import Likelihood, Status
+from kbgen.pagetext import dashboard_charts, first_sentence, icon, link_bug_ids, mark, task
 from kbgen.sitedata import (
     BUGS,
     CAUSES,
@@ -120,77 +120,6 @@ def _badge(kind: str, value: Enum) -> Markup:
     return Markup(f'<span class="kb-badge kb-{kind} kb-{kind}--{value.value}"{sort}>{label}</span>')
 
 
-#: The mark shown beside a probe result, a progress step or a tried fix: a Material icon
-#: shortcode (pymdownx.emoji makes it an inline SVG, so no emoji font is needed) and its colour.
-_MARKS = {
-    "ok": ("material-check-circle", "kb-mark--ok"),
-    "warn": ("material-alert", "kb-mark--warn"),
-    "bad": ("material-close-circle", "kb-mark--bad"),
-    "skip": ("material-minus-circle-outline", "kb-mark--skip"),
-    "pending": ("material-timer-sand", "kb-mark--pending"),
-    "unknown": ("material-help-circle-outline", "kb-mark--skip"),
-}
-ICONS = {
-    "pass": "ok", "warn": "warn", "skip": "skip",
-    "fail": "bad", "error": "bad", "crash": "bad", "timeout": "bad",
-    "passed": "ok", "failed": "bad", "skipped": "skip", "pending": "pending",
-    "worked": "ok", "partial": "warn",
-}  # fmt: skip
-
-
-def mark(state: str) -> Markup:
-    """The icon shortcode for ``state`` (a probe status, step state or fix outcome)."""
-    shortcode, css = _MARKS[ICONS.get(state, "unknown")]
-    return Markup(f':{shortcode}:{{ .kb-mark .{css} title="{state}" }}')
-
-
-def _icon(value: Enum) -> Markup:
-    return mark(value.value)
-
-
-def _task(state: Enum) -> Markup:
-    """A checklist item's start: ticked once the step passed, with the state's mark."""
-    return Markup(f"- [{'x' if state.value == 'passed' else ' '}] {mark(state.value)}")
-
-
-# Code spans, links and autolinks are left alone; a bare bug id outside them becomes a link.
-_BUG_REF_RE = re.compile(
-    r"(?P<skip>(?P<ticks>`+).*?(?P=ticks)|\[[^\]\n]*\]\([^)\n]*\)|<[^>\n]*>)"
-    r"|(?<![\w/#.-])(?P<bug>BUG-\d{8}-\d{3,})(?![\w-])",
-    re.DOTALL,
-)
-
-
-def link_bug_ids(text: str, bugs: Any, here: str) -> str:
-    """``text`` (Markdown) with each bare id of a known bug turned into a link to its page."""
-
-    def swap(m: re.Match[str]) -> str:
-        bug = m.group("bug")
-        if bug is None or bug not in bugs:
-            return m.group(0)
-        return f"[{bug}]({relative(page_uri('bug', bug), here)})"
-
-    if "BUG-" not in text:
-        return text
-    return "".join(
-        chunk if is_code else _BUG_REF_RE.sub(swap, chunk) for is_code, chunk in mdsafe.split_fences(text)
-    )
-
-
-_SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)`'\"])[.;:](?=\s+[A-Z(`])")
-
-
-def first_sentence(text: Any, limit: int = 160) -> str:
-    """The first sentence of ``text`` on one line, cut at a word near ``limit`` characters."""
-    flat = " ".join(str(text).split())
-    end = _SENTENCE_END_RE.search(flat)
-    short = flat[: end.start() + 1] if end else flat
-    if len(short) > limit:
-        cut = short[:limit].rsplit(" ", 1)[0].rstrip(",;:")
-        short = cut + " …" if cut.count("`") % 2 == 0 else cut + "` …"
-    return short
-
-
 @jinja2.pass_context
 def _md(context: Any, text: Any) -> Markup:
     site = context.get("site")
@@ -237,9 +166,9 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         link=_link,
         probe_link=_probe_link,
         badge=_badge,
-        icon=_icon,
+        icon=icon,
         mark=mark,
-        task=_task,
+        task=task,
         uri=page_uri,
         HOME=HOME,
         BUGS=BUGS,
@@ -321,23 +250,6 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
         open_bugs=[b for b in bugs if site.is_open(b)],
         charts=dashboard_charts(site),
     )
-
-
-def dashboard_charts(site: SiteData, top: int = 10) -> dict[str, Markup]:
-    """The dashboard's SVG charts: opened and closed per week, open bugs by error and severity."""
-    weeks = [(day.strftime("%b %d"), opened, closed) for day, opened, closed in site.weekly()]
-    by_error = [
-        charts.Bar(site.errors[e].title if e in site.errors else (e or "not classified"), n)
-        for e, n in site.open_by_error()[:top]
-    ]
-    by_sev = [charts.Bar(sev.value, n, sev.value) for sev, n in site.open_by_severity()]
-    return {
-        "weekly": Markup(
-            charts.paired_columns(weeks, "Bugs opened and closed per week", ("opened", "closed"))
-        ),
-        "by_error": Markup(charts.hbars(by_error, "Open bugs by error type")) if by_error else Markup(""),
-        "by_severity": Markup(charts.hbars(by_sev, "Open bugs by severity")),
-    }
 
 
 def render_bug_index(env: jinja2.Environment, site: SiteData) -> str:
