@@ -92,3 +92,15 @@ def test_bug_ids_in_prose_become_links_but_not_inside_code_or_links() -> None:
     )
     fenced = "```\nBUG-20251109-002\n```\n"
     assert pagetext.link_bug_ids(fenced, bugs, "errors/x.md") == fenced
+
+
+def test_signature_patterns_read_as_log_lines_when_plain() -> None:
+    assert (
+        pagetext.readable_pattern(r"Illegal instruction \(core dumped\)")
+        == "Illegal instruction (core dumped)"
+    )
+    assert pagetext.readable_pattern(r"\bSIGILL\b") == "SIGILL"
+    assert pagetext.readable_pattern("CUDA error: out of memory") == "CUDA error: out of memory"
+    kept = r"(?:RuntimeError|torch\.AcceleratorError): CUDA error"
+    assert pagetext.readable_pattern(kept) == kept  # alternatives stay a pattern
+    assert pagetext.readable_pattern(r"sm_\d+") == r"sm_\d+"

@@ -100,3 +100,17 @@ def dashboard_charts(site: SiteData, top: int = 10) -> dict[str, Markup]:
         "by_error": Markup(charts.hbars(by_error, "Open bugs by error type")) if by_error else Markup(""),
         "by_severity": Markup(charts.hbars(by_sev, "Open bugs by severity")),
     }
+
+
+_ESCAPED_RE = re.compile(r"\\([^\w\s])")
+_META_RE = re.compile(r"[\[\](){}|*+?^$\\]")
+
+
+def readable_pattern(regex: str) -> str:
+    """A signature regex as the log line it matches when it is plain text with escapes
+    (``Illegal instruction \\(core dumped\\)`` reads as ``Illegal instruction (core dumped)``);
+    the regex itself when it uses alternatives, classes or repeats."""
+    plain = regex.replace(r"\b", "")
+    if _META_RE.search(_ESCAPED_RE.sub("", plain)):
+        return regex
+    return _ESCAPED_RE.sub(r"\1", plain)

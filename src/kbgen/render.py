@@ -26,7 +26,15 @@ import kbgen
 from kbgen import mdsafe
 from kbgen.errors import KbgenError, relpath
 from kbgen.models import Likelihood, Status
-from kbgen.pagetext import dashboard_charts, first_sentence, icon, link_bug_ids, mark, task
+from kbgen.pagetext import (
+    dashboard_charts,
+    first_sentence,
+    icon,
+    link_bug_ids,
+    mark,
+    readable_pattern,
+    task,
+)
 from kbgen.sitedata import (
     BUGS,
     CAUSES,
@@ -157,6 +165,7 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         source_link=mdsafe.link,
         when=_when,
         first_sentence=first_sentence,
+        readable_pattern=readable_pattern,
         json=lambda v: Markup(json.dumps(v, ensure_ascii=False)),
         # for the `title:` key: the theme prints page titles unescaped (and unescapes H1 text)
         html=lambda v: html.escape(str(v), quote=True),
