@@ -14,6 +14,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -123,6 +124,12 @@ class Browser:
                 return value
             time.sleep(0.1)
         raise AssertionError(f"not true within {limit:.0f} s: {expression}")
+
+    def resize(self, width: int, height: int = 1000) -> None:
+        """The viewport of a desktop (mobile=False) or, below 600 px, a phone."""
+        phone = width < 600
+        size = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": phone}
+        self.call("Emulation.setDeviceMetricsOverride", session=True, **size)
 
     def screenshot(self, path: Path) -> None:
         data = self.call("Page.captureScreenshot", session=True, format="png", captureBeyondViewport=False)
@@ -283,3 +290,146 @@ def test_pages_from_hostile_records_fire_no_dialog(hostile_site_url: str, browse
     dialogs = [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
     assert dialogs == []
     assert "Loader crashes <img src=x onerror=alert(21)>" in text_of(browser, "article")  # shown as text
+
+
+# --------------------------------------------------------------------------- layout, per page kind
+# The shipped kb/ (long error titles, long tracebacks) at a desktop and a phone width. Each test
+# asserts the layout facts a person in trouble depends on, and saves a screenshot per width to
+# $KBGEN_SHOTS (default tests/artifacts/) for people to look at.
+
+SHOTS = Path(os.environ.get("KBGEN_SHOTS") or ARTIFACTS)
+WIDTHS = [1400, 390]
+EMOJI = "✅❌⏳➖⚠❔"
+
+
+@pytest.fixture(scope="module")
+def shipped_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    repo = Path(__file__).resolve().parents[1]
+    project = tmp_path_factory.mktemp("shipped")
+    for folder in ("kb", "docs"):
+        shutil.copytree(repo / folder, project / folder)
+    shutil.copy(repo / "mkdocs.yml", project / "mkdocs.yml")
+    result = mkdocs_build(project)
+    assert result.returncode == 0, result.stderr
+    handler = functools.partial(_Quiet, directory=str(project / "site"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def show(browser: Browser, url: str, width: int, shot: str) -> None:
+    browser.resize(width)
+    browser.open(url)
+    browser.wait_for("document.fonts.status === 'loaded'")
+    browser.screenshot(SHOTS / f"{shot}-{width}.png")
+
+
+def no_page_overflow(browser: Browser) -> bool:
+    return bool(browser.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_troubleshooting_index_gives_the_error_names_room(
+    shipped_url: str, browser: Browser, width: int
+) -> None:
+    show(browser, shipped_url + "errors/", width, "errors-index")
+    rows = browser.evaluate(
+        "[...document.querySelectorAll('.kb-errors tbody tr')].map(r => "
+        "({name: r.cells[0].getBoundingClientRect().width, height: r.getBoundingClientRect().height,"
+        "  summary: r.cells[1].innerText}))"
+    )
+    assert len(rows) >= 15
+    assert min(r["name"] for r in rows) > (150 if width > 1000 else 100)  # was ~40 px
+    assert max(r["height"] for r in rows) < (130 if width > 1000 else 260)  # was ~200 px
+    assert all(r["summary"] and "\n" not in r["summary"] for r in rows)  # one summary line each
+    assert no_page_overflow(browser)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_error_page_reads_top_down(shipped_url: str, browser: Browser, width: int) -> None:
+    show(browser, shipped_url + "errors/cuda-illegal-memory-access/", width, "error-page")
+    headings = browser.evaluate("[...document.querySelectorAll('article h2')].map(h => h.id)")
+    wanted = ["how-to-recognise-it", "diagnostic-steps", "root-causes", "fixes", "log-signatures", "sources"]
+    assert [h for h in headings if h in wanted] == wanted
+    links = browser.evaluate("[...document.querySelectorAll('article a')].map(a => a.href)")
+    assert shipped_url + "bugs/BUG-20251109-002/" in links  # "(see BUG-...)" in the notes
+    fixes = [link for link in links if "/fixes/" in link and not link.endswith("/fixes/")]
+    assert fixes and len(fixes) == len(set(fixes))  # each fix's text once, in the Fixes section
+    assert "kbgen probe" in text_of(browser, "article")
+    height = browser.evaluate("document.documentElement.scrollHeight")
+    assert height < (8000 if width > 1000 else 20000)  # was ~12,000 px at 1400
+    assert no_page_overflow(browser)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_bug_page_tracebacks_get_the_width(shipped_url: str, browser: Browser, width: int) -> None:
+    show(browser, shipped_url + "bugs/BUG-20251109-002/", width, "bug-page")
+    blocks = browser.evaluate(
+        "[...document.querySelectorAll('article pre')].map(p => { const r = p.getBoundingClientRect();"
+        " const c = p.querySelector('code'); return {right: r.right, left: r.left,"
+        " scroll: c ? getComputedStyle(c).overflowX : 'visible',"
+        " clipped: c ? c.scrollWidth > c.clientWidth : false}; })"
+    )
+    assert blocks
+    inner = browser.evaluate("window.innerWidth")
+    for block in blocks:  # inside the screen, and a long line scrolls rather than being cut
+        assert block["left"] >= 0 and block["right"] <= inner + 1
+        assert not block["clipped"] or block["scroll"] in ("auto", "scroll")
+    if width > 1000:
+        toc = browser.evaluate(
+            "(() => { const s = document.querySelector('.md-sidebar--secondary');"
+            " const shown = s && getComputedStyle(s).display !== 'none';"
+            " return shown ? s.getBoundingClientRect().left : null; })()"
+        )
+        article = browser.evaluate(
+            "(() => { const r = document.querySelector('article').getBoundingClientRect();"
+            " return {left: r.left, width: r.width}; })()"
+        )
+        assert toc is not None and toc < article["left"]  # the page's contents on the left
+        assert article["width"] > 900
+    assert no_page_overflow(browser)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_marks_are_icons_not_emoji(shipped_url: str, browser: Browser, width: int) -> None:
+    show(browser, shipped_url + "bugs/BUG-20251109-001/", width, "bug-marks")
+    marks = browser.evaluate(
+        "[...document.querySelectorAll('article .kb-mark')].map(m => "
+        "({svg: !!m.querySelector('svg'), w: m.getBoundingClientRect().width}))"
+    )
+    assert marks and all(m["svg"] and m["w"] > 8 for m in marks)
+    article = text_of(browser, "article")
+    assert not any(ch in article for ch in EMOJI)
+    browser.evaluate("document.querySelector('article .kb-mark').scrollIntoView({block: 'center'})")
+    browser.screenshot(SHOTS / f"bug-marks-{width}.png")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_dashboard_charts_and_counts(shipped_url: str, browser: Browser, width: int) -> None:
+    show(browser, shipped_url, width, "dashboard")
+    charts = browser.evaluate(
+        "[...document.querySelectorAll('.kb-chart svg')].map(s => { const r = s.getBoundingClientRect();"
+        " return {w: r.width, h: r.height, bars: s.querySelectorAll('rect').length}; })"
+    )
+    assert len(charts) == 3 and all(c["w"] > 200 and c["h"] > 20 and c["bars"] for c in charts)
+    article = text_of(browser, "article")
+    assert re.search(r"\b1 (bugs|fixes|causes)\b", article) is None
+    assert "0 stale" not in article.replace("\n", " ").split("verified")[0]
+    # chart text follows the scheme: the same colour as the page's text in light and dark
+    for scheme in ("default", "slate"):
+        browser.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
+        fill, text = browser.evaluate(
+            "[getComputedStyle(document.querySelector('.kb-chart text')).fill,"
+            " getComputedStyle(document.querySelector('article')).color]"
+        )
+        assert fill == text, scheme
+    browser.screenshot(SHOTS / f"dashboard-dark-{width}.png")
+    opened, closed = browser.evaluate(
+        "['opened', 'closed'].map(k => getComputedStyle(document.querySelector('.kb-bar--' + k)).fill)"
+    )
+    assert opened != closed  # the legend's two colours are the bars' colours
+    assert no_page_overflow(browser)

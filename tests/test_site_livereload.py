@@ -46,7 +46,7 @@ def wait_until(check: Callable[[], bool], what: str, limit: float = 90) -> None:
 
 
 class Server:
-    def __init__(self, project: Path, command: list[str]) -> None:
+    def __init__(self, project: Path, command: list[str], ready: tuple[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = project / "server.log"
@@ -54,7 +54,8 @@ class Server:
         with self.log.open("wb") as log:
             address = ["--dev-addr", f"127.0.0.1:{self.port}"]
             self.proc = subprocess.Popen([*command, *address], cwd=project, env=env, stdout=log, stderr=log)
-        wait_until(lambda: "BUG-20251020-001" in self.page("bugs/BUG-20251020-001/"), "first build served")
+        path, text = ready or ("bugs/BUG-20251020-001/", "BUG-20251020-001")
+        wait_until(lambda: text in self.page(path), "first build served")
 
     def page(self, path: str) -> str:
         return fetch(self.url + path)
@@ -129,3 +130,44 @@ def test_kbgen_serve_reports_a_broken_edit_until_it_is_fixed(serve: Callable[[li
     wait_until(lambda: f"{BUG}:7: severity: " in server.output(), "the problem reported with file and line")
     edit(server.log.parent / BUG, "severity: urgent", "severity: low")
     wait_until(lambda: "kb-sev--low" in server.page("bugs/BUG-20251020-001/"), "the fixed page served")
+
+
+def problem(server: Server) -> str:
+    text = server.page("kbgen-problem.json")
+    return str(json.loads(text)["problem"]) if text else "(no answer)"
+
+
+def test_kbgen_serve_keeps_answering_while_a_record_is_broken(serve: Callable[[list[str]], Server]) -> None:
+    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    broken = "kb/bugs/BUG-20251109-002.md"  # another bug names it under related:
+    edit(server.log.parent / broken, "status: investigating", "status: investigatin")
+    wait_until(lambda: f"{broken}:" in problem(server), "the problem published for the banner")
+    assert "status: must be one of" in problem(server)
+    # every page still answers at once, with the last good content
+    started = time.monotonic()
+    assert "kb-status--investigating" in server.page("bugs/BUG-20251109-002/")
+    assert "BUG-20251112-014" in server.page("bugs/BUG-20251112-014/")
+    assert time.monotonic() - started < 10
+    # the bug that names the broken one is not blamed
+    assert "BUG-20251112-014.md" not in server.output()
+    assert "BUG-20251112-014.md" not in problem(server)
+    edit(server.log.parent / broken, "status: investigatin", "status: confirmed")
+    fixed = "kb-status--confirmed"
+    wait_until(lambda: fixed in server.page("bugs/BUG-20251109-002/"), "the fixed page served")
+    assert problem(server) == ""
+
+
+def test_kbgen_serve_starts_with_a_broken_record_and_recovers(tmp_path: Path) -> None:
+    project = make_site_project(tmp_path)
+    broken = project / "kb/bugs/BUG-20251109-002.md"
+    edit(broken, "status: investigating", "status: investigatin")
+    server = Server(project, [sys.executable, "-m", "kbgen", "serve"], ready=("", "cannot be published yet"))
+    try:
+        home = server.page("")
+        assert "kb/bugs/BUG-20251109-002.md:" in home and "investigatin" in home
+        assert "kb/bugs/BUG-20251109-002.md:" in problem(server)
+        edit(broken, "status: investigatin", "status: investigating")
+        wait_until(lambda: "BUG-20251109-002" in server.page("bugs/BUG-20251109-002/"), "the site served")
+        assert problem(server) == ""
+    finally:
+        server.stop()

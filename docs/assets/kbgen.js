@@ -63,8 +63,37 @@
     wrapper.parentNode.insertBefore(count, wrapper);
   }
 
+  // Under `kbgen serve` the server writes kbgen-problem.json after every build: while a kb/
+  // file has a problem, the last good site stays up and this banner names the file and line.
+  var script = document.currentScript;
+  var problemUrl = script ? new URL("../kbgen-problem.json", script.src).href : null;
+
+  function showProblem() {
+    if (!problemUrl || !window.fetch || location.protocol === "file:") return;
+    fetch(problemUrl, { cache: "no-store" })
+      .then(function (r) { return r.ok ? r.json() : {}; })
+      .then(function (data) {
+        var old = document.getElementById("kb-problem");
+        if (old) old.remove();
+        if (!data || !data.problem) return;
+        var box = document.createElement("div");
+        box.id = "kb-problem";
+        box.className = "kb-problem";
+        box.setAttribute("role", "alert");
+        var head = document.createElement("strong");
+        head.textContent = "kb/ has a problem; this is the last good site. Fix it and save: the page reloads.";
+        var text = document.createElement("pre");
+        text.textContent = data.problem;
+        box.appendChild(head);
+        box.appendChild(text);
+        document.body.insertBefore(box, document.body.firstChild);
+      })
+      .catch(function () {});
+  }
+
   function init() {
     document.querySelectorAll(".kb-sortable table").forEach(makeSortable);
+    showProblem();
   }
 
   if (typeof document$ !== "undefined") {

@@ -135,8 +135,12 @@ def progress_from(kb: Kb, error_id: str | None) -> list[ProgressStep]:
 def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
     """Render ``template`` for a new bug, claim the next id and write it; returns (id, path)."""
     if new.error and new.error not in kb.errors:
+        import difflib
+
+        close = difflib.get_close_matches(new.error, list(kb.errors), n=1, cutoff=0.5)
+        guess = f"; did you mean '{close[0]}'?" if close else ""
         raise UnknownIdError(
-            f"--error {new.error!r}: no such error type",
+            f"--error {new.error!r}: no such error type{guess}",
             hint="`kbgen triage LOG` suggests one; the error types are in kb/errors/",
         )
     now = clock.now()

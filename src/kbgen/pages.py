@@ -142,7 +142,8 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
         for rid in sorted(site.kb.of(kind))
     ]
     probes = _key(*(repr(p) for p in site.probes.values()))
-    dated = [site.today.isoformat(), str(site.stale_days)]
+    # prose links each known bug id it mentions: a bug added or removed changes those links
+    dated = [site.today.isoformat(), str(site.stale_days), _key(*sorted(site.bugs))]
     for uri, fn in INDEX_PAGES:  # lists and counts: they change with any record
         yield Page(uri, ""), fn, (), [_key(*everything), probes, *dated]
     for kind, fn, deps_of in (

@@ -26,6 +26,15 @@ import kbgen
 from kbgen import mdsafe
 from kbgen.errors import KbgenError, relpath
 from kbgen.models import Likelihood, Status
+from kbgen.pagetext import (
+    dashboard_charts,
+    first_sentence,
+    icon,
+    link_bug_ids,
+    mark,
+    readable_pattern,
+    task,
+)
 from kbgen.sitedata import (
     BUGS,
     CAUSES,
@@ -119,21 +128,18 @@ def _badge(kind: str, value: Enum) -> Markup:
     return Markup(f'<span class="kb-badge kb-{kind} kb-{kind}--{value.value}"{sort}>{label}</span>')
 
 
-#: The mark shown beside a probe result, a progress step or a tried fix.
-ICONS = {
-    "pass": "✅", "warn": "⚠️", "fail": "❌", "error": "❌", "crash": "❌", "timeout": "❌", "skip": "➖",
-    "passed": "✅", "failed": "❌", "skipped": "➖", "pending": "⏳",
-    "worked": "✅", "partial": "⚠️",
-}  # fmt: skip
+@jinja2.pass_context
+def _md(context: Any, text: Any) -> Markup:
+    site = context.get("site")
+    made = mdsafe.prose(text)
+    return made if site is None else Markup(link_bug_ids(made, site.bugs, context["here"]))
 
 
-def _icon(value: Enum) -> Markup:
-    return Markup(ICONS.get(value.value, "❔"))
-
-
-def _task(state: Enum) -> Markup:
-    """A checklist item's start: ticked once the step passed, with the state's mark."""
-    return Markup(f"- [{'x' if state.value == 'passed' else ' '}] {ICONS.get(state.value, '❔')}")
+@jinja2.pass_context
+def _body(context: Any, text: str, top: int = 3) -> Markup:
+    site = context.get("site")
+    made = mdsafe.body(text, top)
+    return made if site is None else Markup(link_bug_ids(made, site.bugs, context["here"]))
 
 
 def make_environment(dirs: list[Path]) -> jinja2.Environment:
@@ -154,10 +160,12 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         inline=mdsafe.inline,
         fence=mdsafe.fence,
         code=mdsafe.code,
-        body=mdsafe.body,
-        md=mdsafe.prose,
+        body=_body,
+        md=_md,
         source_link=mdsafe.link,
         when=_when,
+        first_sentence=first_sentence,
+        readable_pattern=readable_pattern,
         json=lambda v: Markup(json.dumps(v, ensure_ascii=False)),
         # for the `title:` key: the theme prints page titles unescaped (and unescapes H1 text)
         html=lambda v: html.escape(str(v), quote=True),
@@ -167,8 +175,9 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         link=_link,
         probe_link=_probe_link,
         badge=_badge,
-        icon=_icon,
-        task=_task,
+        icon=icon,
+        mark=mark,
+        task=task,
         uri=page_uri,
         HOME=HOME,
         BUGS=BUGS,
@@ -248,6 +257,7 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
         stale=stale,
         unverified=[f for f in site.fixes.values() if f.last_verified is None],
         open_bugs=[b for b in bugs if site.is_open(b)],
+        charts=dashboard_charts(site),
     )
 
 
@@ -284,6 +294,17 @@ def ranked_causes(error: Any) -> list[Any]:
     return sorted(error.causes, key=lambda ref: _LIKELIHOOD_RANK[ref.likelihood])
 
 
+def fixes_of(site: SiteData, refs: list[Any]) -> list[str]:
+    """The known fixes of the causes ``refs`` names, each once, in the causes' order."""
+    found: list[str] = []
+    for ref in refs:
+        cause = site.causes.get(ref.cause)
+        for fix_id in cause.fixes if cause else []:
+            if fix_id in site.fixes and fix_id not in found:
+                found.append(fix_id)
+    return found
+
+
 def render_error_index(env: jinja2.Environment, site: SiteData) -> str:
     errors = sorted(site.errors.values(), key=lambda e: e.title.lower())
     return _page(env, site, "page-errors.md.j2", ERRORS, errors=errors)
@@ -299,6 +320,7 @@ def render_error(env: jinja2.Environment, site: SiteData, error_id: str) -> str:
         page_uri("error", error_id),
         error=error,
         causes=ranked_causes(error),
+        fix_ids=fixes_of(site, ranked_causes(error)),
         source=site.source_of("error", error_id),
         body=site.body("error", error_id),
     )

@@ -8,6 +8,7 @@ instead, each file rewritten only when its page changed, so mkdocs rebuilds just
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import shutil
@@ -24,7 +25,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
-from kbgen import clock, pages, render
+from kbgen import clock, mdsafe, pages, render
 from kbgen.errors import KbgenError
 from kbgen.sitedata import ERRORS
 from kbgen.store import Project, find_project
@@ -58,6 +59,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.templates_digest = ""
         self.error_uris: list[str] = []
         self.generated: set[str] = set()  # src uris of the pages made from kb/
+        self.last_good: list[pages.Page] | None = None  # while serving: the pages last published
+        self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -115,9 +118,25 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 # a new override shadows a cached packaged template whose file did not change
                 self.env.cache.clear()
                 self.templates_digest = digest
-            return pages.generate(site, self.env, self.cache, digest)
+            generated = pages.generate(site, self.env, self.cache, digest)
         except KbgenError as exc:
-            raise PluginError(f"kbgen: the KB cannot be published:\n{exc}") from None
+            if self.entries is None:  # a one-off build fails; a server keeps answering
+                raise PluginError(f"kbgen: the KB cannot be published:\n{exc}") from None
+            return self._keep_serving(exc)
+        self.problem = ""
+        if self.entries is not None:
+            self.last_good = generated
+        return generated
+
+    def _keep_serving(self, exc: KbgenError) -> list[pages.Page]:
+        """The last good pages (or a page saying why there are none) while kb/ has a problem."""
+        self.problem = str(exc)
+        log.error(f"kbgen: showing the last good site until this is fixed:\n{exc}")
+        if self.last_good is not None:
+            return self.last_good
+        text = "# The KB cannot be published yet\n\nFix this and save; the site reloads.\n\n"
+        text += f"{mdsafe.fence(exc)}\n"
+        return [pages.Page(uri, text) for uri, _ in pages.INDEX_PAGES]
 
     def _file(self, config: MkDocsConfig, page: pages.Page, docs: Path) -> File:
         # Record pages stay out of the sidebar: a nav listing every bug makes each page carry it.
@@ -162,10 +181,19 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
         self.built.add(page.url)
+        outside = page.file.inclusion == InclusionLevel.NOT_IN_NAV and page.parent is None
+        if outside and page.file.generated_by == "kbgen":
+            # A record page outside the nav would show an empty navigation sidebar: hide it, so
+            # kbgen.css moves the page's table of contents there and the text gets the width.
+            hide = page.meta.get("hide")
+            page.meta["hide"] = [*(hide if isinstance(hide, list) else []), "navigation"]
         return context
 
     @event_priority(100)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.entries is not None:  # serving: kbgen.js shows this file's problem as a banner
+            status = Path(config.site_dir) / PROBLEM_FILE
+            status.write_text(json.dumps({"problem": self.problem}), encoding="utf-8")
         if self.pages_dir is not None:
             self._keep_search_complete(config)
         self.built = set()
@@ -193,6 +221,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             if folder.is_dir():  # a templates/ made later is seen at the next start
                 server.watch(str(folder))
         return server
+
+
+#: Written into the served site after each build: what keeps kb/ from being published now.
+PROBLEM_FILE = "kbgen-problem.json"
 
 
 def _title_key(page: pages.Page) -> tuple[str, str]:

@@ -40,6 +40,7 @@ TAGS = "tags.md"
 FAILED = frozenset({ProbeStatus.fail, ProbeStatus.error, ProbeStatus.crash, ProbeStatus.timeout})
 SEVERITY_ORDER = [Severity.critical, Severity.high, Severity.medium, Severity.low]
 OPEN_STATUSES = [s for s in Status if s not in CLOSED_STATUSES]
+CLOSED_VALUES = frozenset(s.value for s in CLOSED_STATUSES)
 
 #: Environment facts shown first on a bug page: label, fact key ("<probe>.<fact>").
 
@@ -193,6 +194,33 @@ class SiteData:
             if sum(cells):
                 rows.append((status, cells, sum(cells)))
         return rows
+
+    def closed_on(self, bug: Bug) -> dt.date | None:
+        """When ``bug`` was closed: its last status change to a closed status, else its update."""
+        if self.is_open(bug):
+            return None
+        closing = [e.at for e in bug.history if e.kind.value == "status" and e.new in CLOSED_VALUES]
+        return (max(closing) if closing else bug.updated).date()
+
+    def weekly(self, weeks: int = 12) -> list[tuple[dt.date, int, int]]:
+        """Bugs opened and closed per week (weeks start on Monday), the last ``weeks`` weeks."""
+        start = self.today - dt.timedelta(days=self.today.weekday() + 7 * (weeks - 1))
+        opened: Counter[int] = Counter()
+        closed: Counter[int] = Counter()
+        for bug in self.bugs.values():
+            for counter, day in ((opened, bug.created.date()), (closed, self.closed_on(bug))):
+                if day is not None and day >= start:
+                    counter[(day - start).days // 7] += 1
+        return [(start + dt.timedelta(weeks=i), opened[i], closed[i]) for i in range(weeks)]
+
+    def open_by_error(self) -> list[tuple[str, int]]:
+        """Error type ids with their open bugs, most first ("" for bugs not classified yet)."""
+        counts = Counter(b.error or "" for b in self.bugs.values() if self.is_open(b))
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def open_by_severity(self) -> list[tuple[Severity, int]]:
+        counts = Counter(b.severity for b in self.bugs.values() if self.is_open(b))
+        return [(sev, counts[sev]) for sev in SEVERITY_ORDER]
 
     def key_facts(self, bug: Bug, env: Any = None) -> list[tuple[str, Any]]:
         """(label, value) of the key facts of ``env`` (default: the failing machine) that it has."""

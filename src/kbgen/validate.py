@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from kbgen.errors import Problem
@@ -140,14 +141,21 @@ def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
 def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
     """Every id named by a record must exist (bugs may be named by an alias)."""
     aliases = {a for e in kb.bugs.values() for a in e.record.aliases}
+    folders = {"error": "kb/errors/", "cause": "kb/causes/", "fix": "kb/fixes/", "bug": "kb/bugs/"}
+    # A record whose file did not load is reported once, at its own file: the records that
+    # name it are not wrong, so they get no errors of their own.
+    broken = {p.path for p in kb.problems}
+    unloaded = {
+        kind: {Path(p).stem for p in broken if Path(p).parent.name == folder.split("/")[1]}
+        for kind, folder in folders.items()
+    }
     known = {
-        "error": set(kb.errors),
-        "cause": set(kb.causes),
-        "fix": set(kb.fixes),
-        "bug": set(kb.bugs) | aliases,
+        "error": set(kb.errors) | unloaded["error"],
+        "cause": set(kb.causes) | unloaded["cause"],
+        "fix": set(kb.fixes) | unloaded["fix"],
+        "bug": set(kb.bugs) | aliases | unloaded["bug"],
         "probe": probe_ids,
     }
-    folders = {"error": "kb/errors/", "cause": "kb/causes/", "fix": "kb/fixes/", "bug": "kb/bugs/"}
     for kind in ("error", "cause", "fix", "bug"):
         for entry in kb.of(kind).values():
             for loc, target, ref in _refs(entry):

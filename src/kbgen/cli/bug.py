@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kbgen.cli.common import load_clean_kb, one_line, project_of
+from kbgen.cli.common import complete_bug_ids, load_clean_kb, one_line, project_of
 from kbgen.cli.core import STATUSES
 
 OUTCOMES = ["worked", "failed", "partial", "pending"]
@@ -16,12 +16,17 @@ MARKS = {"passed": "[x]", "failed": "[!]", "skipped": "[-]", "pending": "[ ]"}
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
 @click.option("--json", "as_json", is_flag=True, help="The whole record and its report text as JSON.")
 @click.pass_context
 def show(ctx: click.Context, bug_id: str, as_json: bool) -> None:
     """Show one bug in full: machines and their facts, findings, checklist, causes, fixes,
     history and the report text (an old id kept as an alias works too).
+
+    \b
+    Examples:
+      kbgen show BUG-20251109-002
+      kbgen show BUG-20251109-002 --json | jq .progress
     """
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
@@ -118,8 +123,8 @@ def _causes_and_fixes(bug: Any) -> list[str]:
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
-@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES))
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
+@click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES, case_sensitive=False))
 @click.option("--note", help="Why; kept in the bug's history.")
 @click.option(
     "--cause", metavar="CAUSE-ID", help="The root cause found (kb/causes/); added to confirmed_causes."
@@ -132,11 +137,17 @@ def _causes_and_fixes(bug: Any) -> list[str]:
     type=click.Choice(OUTCOMES),
     help="How the --fix went. Default: worked for fixed/verified, pending otherwise.",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print the bug's id and old and new status as JSON.")
 @click.pass_context
 def status(ctx: click.Context, bug_id: str, new_status: str, **opts: Any) -> None:
     """Change a bug's status and record it in its history.
 
     Closing a bug should say why: name the cause and the fix that worked.
+
+    \b
+    STATUS is one of (in any case):
+      open, confirmed, investigating, fix-in-progress   (the bug is open)
+      fixed, verified, wontfix, duplicate               (the bug is closed)
 
     \b
     Example:
@@ -155,7 +166,9 @@ def status(ctx: click.Context, bug_id: str, new_status: str, **opts: Any) -> Non
     changed = set_status(
         kb, entry, Status(new_status), opts["note"], cause=opts["cause"], fix=opts["fix_id"], outcome=outcome
     )
-    if not changed:
+    if opts["as_json"]:
+        click.echo(json.dumps({"id": entry.record.id, "from": old, "to": new_status, "changed": changed}))
+    elif not changed:
         click.echo(f"{entry.record.id}: already {new_status}")
     elif old == new_status:
         click.echo(f"{entry.record.id}: still {new_status}; recorded the cause/fix")
@@ -164,7 +177,7 @@ def status(ctx: click.Context, bug_id: str, new_status: str, **opts: Any) -> Non
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
 @click.argument("fix_id", metavar="FIX-ID")
 @click.option("--outcome", type=click.Choice(OUTCOMES), required=True, help="How it went.")
 @click.option("--note", help="What was done and what happened.")
@@ -188,7 +201,7 @@ def fix(ctx: click.Context, bug_id: str, fix_id: str, outcome: str, note: str | 
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
 @click.argument("step_id", metavar="STEP")
 @click.argument("state", type=click.Choice(STEP_STATES))
 @click.option("--note", help="The evidence: what you ran and what you saw.")

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
     from kbgen.store import Kb, Project
 
 
@@ -40,3 +42,41 @@ def one_line(text: str) -> str:
     """Record text made safe for a terminal line: tabs and line breaks become spaces, and control
     characters (terminal escape sequences, direction overrides) are dropped."""
     return _CONTROL_RE.sub(lambda m: " " if m.group(0) in "\t\n\r" else "", text)
+
+
+# --------------------------------------------------------------------------- shell completion
+# Called by click while the shell completes a word: file names only, no records parsed, and
+# never an error (a shell completion that prints a traceback breaks the prompt).
+
+
+def _ids_in(ctx: click.Context, folder: str, suffix: str = ".md") -> list[str]:
+    try:
+        project = project_of(ctx)
+        return sorted(p.name[: -len(suffix)] for p in (project.kb / folder).glob(f"*{suffix}"))
+    except Exception:  # completion must never fail loudly
+        return []
+
+
+def _items(ids: list[str], incomplete: str) -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem
+
+    low = incomplete.lower()
+    return [CompletionItem(i) for i in ids if i.lower().startswith(low)]
+
+
+def complete_bug_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    return _items(_ids_in(ctx, "bugs"), incomplete)
+
+
+def complete_error_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    return _items(_ids_in(ctx, "errors"), incomplete)
+
+
+def complete_probe_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    from pathlib import Path
+
+    import kbgen
+
+    builtin = Path(kbgen.__file__).parent / "probes" / "builtin"
+    names = [p.stem.replace("_", "-") for p in builtin.glob("*.py") if not p.name.startswith("_")]
+    return _items(sorted({*names, *_ids_in(ctx, "probes", ".py")}), incomplete)

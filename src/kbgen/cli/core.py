@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgen.cli.common import load_clean_kb, one_line, project_of
+from kbgen.cli.common import complete_bug_ids, complete_error_ids, load_clean_kb, one_line, project_of
 
 if TYPE_CHECKING:
     from kbgen.errors import Problem
@@ -114,9 +114,10 @@ def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
     "--error",
     "error_id",
     metavar="ERROR-ID",
+    shell_complete=complete_error_ids,
     help="Error type id (kb/errors/); its diagnostic steps become the bug's progress checklist.",
 )
-@click.option("--severity", type=click.Choice(SEVERITIES), help="Default: medium.")
+@click.option("--severity", type=click.Choice(SEVERITIES, case_sensitive=False), help="Default: medium.")
 @click.option("--tag", "tags", multiple=True, help="Repeat for several tags.")
 @click.option("--assignee")
 @click.option("--message", help="The error message or traceback excerpt.")
@@ -129,7 +130,10 @@ def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
     help="Take error type, title and message from a log "
     "('-' for stdin); secrets and home paths are redacted.",
 )
-@click.option("--open", "open_editor", is_flag=True, help="Open the new file in $EDITOR.")
+@click.option(
+    "--open", "open_editor", is_flag=True, help="Open the new file in $EDITOR (in a terminal only)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the new bug's id and file as JSON.")
 @click.pass_context
 def new_bug(ctx: click.Context, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
@@ -162,9 +166,20 @@ def new_bug(ctx: click.Context, **opts: Any) -> None:
         date=parse_date(opts["day"]) if opts["day"] else None,
     )
     bug_id, path = create_bug(kb, new, template=_bug_template(kb.project))
-    click.echo(f"{bug_id} {kb.project.rel(path)}")
+    if opts["as_json"]:
+        click.echo(json.dumps({"id": bug_id, "path": kb.project.rel(path)}))
+    else:
+        click.echo(f"{bug_id} {kb.project.rel(path)}")
     if opts["open_editor"]:
-        click.edit(filename=str(path))
+        if has_terminal():
+            click.edit(filename=str(path))
+        else:  # an editor without a terminal would hang a script or CI job
+            click.echo("not opening an editor: no terminal", err=True)
+
+
+def has_terminal() -> bool:
+    """True when a person sits at this command: both stdin and stdout are terminals."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _fill_from_log(opts: dict[str, Any], kb: Any) -> None:
@@ -226,9 +241,28 @@ def _bug_template(project: Any) -> Any:
 
 
 @click.command("list")
-@click.option("--status", "statuses", multiple=True, type=click.Choice(STATUSES), help="Repeatable.")
-@click.option("--severity", "severities", multiple=True, type=click.Choice(SEVERITIES), help="Repeatable.")
-@click.option("--error", "errors", multiple=True, metavar="ERROR-ID", help="Repeatable.")
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice(STATUSES, case_sensitive=False),
+    help="Repeatable.",
+)
+@click.option(
+    "--severity",
+    "severities",
+    multiple=True,
+    type=click.Choice(SEVERITIES, case_sensitive=False),
+    help="Repeatable.",
+)
+@click.option(
+    "--error",
+    "errors",
+    multiple=True,
+    metavar="ERROR-ID",
+    shell_complete=complete_error_ids,
+    help="Repeatable.",
+)
 @click.option("--tag", "tags", multiple=True, help="Repeatable; a bug must carry every tag given.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of bug records.")
 @click.pass_context
@@ -277,7 +311,7 @@ def _json_of(bug: Any) -> Any:
 
 
 @click.command()
-@click.argument("bug_id", metavar="BUG-ID")
+@click.argument("bug_id", metavar="BUG-ID", shell_complete=complete_bug_ids)
 @click.option(
     "--date", "day", metavar="YYYY-MM-DD", help="Date part of the new id. Default: the old id's date."
 )
@@ -287,6 +321,11 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
 
     When two branches minted the same id, this moves the newer report; links to the
     old id still resolve through the alias.
+
+    \b
+    Examples:
+      kbgen renumber BUG-20251109-002                    # the next free id of the same day
+      kbgen renumber BUG-20251109-002 --date 2025-11-10  # a free id of another day
     """
     from kbgen.bugs import parse_date
     from kbgen.bugs import renumber as do_renumber
@@ -307,7 +346,13 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
     help="Write <kind>.schema.json files here instead of printing.",
 )
 def schema(kind: str | None, out_dir: Path | None) -> None:
-    """Print (or write) the JSON Schema of each record kind, for editors and other tools."""
+    """Print (or write) the JSON Schema of each record kind, for editors and other tools.
+
+    \b
+    Examples:
+      kbgen schema bug                  # the bug schema on stdout
+      kbgen schema --out .schemas       # one <kind>.schema.json per kind, for an editor's YAML support
+    """
     from pydantic import BaseModel
 
     from kbgen.models import KINDS, ProbeMeta

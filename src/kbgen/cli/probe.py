@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from kbgen.cli.common import project_of
+from kbgen.cli.common import complete_bug_ids, complete_probe_ids, project_of
 
 if TYPE_CHECKING:
     from kbgen.probes.discovery import ProbeSpec
@@ -53,10 +53,14 @@ class Size(click.ParamType):
 
 
 @click.command()
-@click.argument("ids", nargs=-1, metavar="[PROBE-ID]...")
+@click.argument("ids", nargs=-1, metavar="[PROBE-ID]...", shell_complete=complete_probe_ids)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (versioned schema).")
 @click.option(
-    "--fill", "bug_id", metavar="BUG-ID", help="Run the bug's probes and write the results into it."
+    "--fill",
+    "bug_id",
+    metavar="BUG-ID",
+    shell_complete=complete_bug_ids,
+    help="Run the bug's probes and write the results into it.",
 )
 @click.option(
     "--python",

@@ -1,0 +1,116 @@
+"""Pieces of page text that need more than escaping: status marks, bug-id links, short summaries, charts.
+
+Used by the page templates through :mod:`kbgen.render`.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any
+
+from markupsafe import Markup
+
+from kbgen import charts, mdsafe
+from kbgen.sitedata import SiteData, page_uri, relative
+
+#: The mark shown beside a probe result, a progress step or a tried fix: a Material icon
+#: shortcode (pymdownx.emoji makes it an inline SVG, so no emoji font is needed) and its colour.
+_MARKS = {
+    "ok": ("material-check-circle", "kb-mark--ok"),
+    "warn": ("material-alert", "kb-mark--warn"),
+    "bad": ("material-close-circle", "kb-mark--bad"),
+    "skip": ("material-minus-circle-outline", "kb-mark--skip"),
+    "pending": ("material-timer-sand", "kb-mark--pending"),
+    "unknown": ("material-help-circle-outline", "kb-mark--skip"),
+}
+ICONS = {
+    "pass": "ok", "warn": "warn", "skip": "skip",
+    "fail": "bad", "error": "bad", "crash": "bad", "timeout": "bad",
+    "passed": "ok", "failed": "bad", "skipped": "skip", "pending": "pending",
+    "worked": "ok", "partial": "warn",
+}  # fmt: skip
+
+
+def mark(state: str) -> Markup:
+    """The icon shortcode for ``state`` (a probe status, step state or fix outcome)."""
+    shortcode, css = _MARKS[ICONS.get(state, "unknown")]
+    return Markup(f':{shortcode}:{{ .kb-mark .{css} title="{state}" }}')
+
+
+def icon(value: Enum) -> Markup:
+    return mark(value.value)
+
+
+def task(state: Enum) -> Markup:
+    """A checklist item's start: ticked once the step passed, with the state's mark."""
+    return Markup(f"- [{'x' if state.value == 'passed' else ' '}] {mark(state.value)}")
+
+
+# Code spans, links and autolinks are left alone; a bare bug id outside them becomes a link.
+_BUG_REF_RE = re.compile(
+    r"(?P<skip>(?P<ticks>`+).*?(?P=ticks)|\[[^\]\n]*\]\([^)\n]*\)|<[^>\n]*>)"
+    r"|(?<![\w/#.-])(?P<bug>BUG-\d{8}-\d{3,})(?![\w-])",
+    re.DOTALL,
+)
+
+
+def link_bug_ids(text: str, bugs: Any, here: str) -> str:
+    """``text`` (Markdown) with each bare id of a known bug turned into a link to its page."""
+
+    def swap(m: re.Match[str]) -> str:
+        bug = m.group("bug")
+        if bug is None or bug not in bugs:
+            return m.group(0)
+        return f"[{bug}]({relative(page_uri('bug', bug), here)})"
+
+    if "BUG-" not in text:
+        return text
+    return "".join(
+        chunk if is_code else _BUG_REF_RE.sub(swap, chunk) for is_code, chunk in mdsafe.split_fences(text)
+    )
+
+
+_SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)`'\"])[.;:](?=\s+[A-Z(`])")
+
+
+def first_sentence(text: Any, limit: int = 160) -> str:
+    """The first sentence of ``text`` on one line, cut at a word near ``limit`` characters."""
+    flat = " ".join(str(text).split())
+    end = _SENTENCE_END_RE.search(flat)
+    short = flat[: end.start() + 1] if end else flat
+    if len(short) > limit:
+        cut = short[:limit].rsplit(" ", 1)[0].rstrip(",;:")
+        short = cut + " …" if cut.count("`") % 2 == 0 else cut + "` …"
+    return short
+
+
+def dashboard_charts(site: SiteData, top: int = 10) -> dict[str, Markup]:
+    """The dashboard's SVG charts: opened and closed per week, open bugs by error and severity."""
+    weeks = [(day.strftime("%b %d"), opened, closed) for day, opened, closed in site.weekly()]
+    by_error = [
+        charts.Bar(site.errors[e].title if e in site.errors else (e or "not classified"), n)
+        for e, n in site.open_by_error()[:top]
+    ]
+    by_sev = [charts.Bar(sev.value, n, sev.value) for sev, n in site.open_by_severity()]
+    return {
+        "weekly": Markup(
+            charts.paired_columns(weeks, "Bugs opened and closed per week", ("opened", "closed"))
+        ),
+        "by_error": Markup(charts.hbars(by_error, "Open bugs by error type")) if by_error else Markup(""),
+        "by_severity": Markup(charts.hbars(by_sev, "Open bugs by severity")),
+    }
+
+
+_ESCAPED_RE = re.compile(r"\\([^\w\s])")
+_META_RE = re.compile(r"[\[\](){}|*+?^$\\]")
+
+
+def readable_pattern(regex: str) -> str:
+    """A signature regex as the log line it matches when it is plain text with escapes
+    (``Illegal instruction \\(core dumped\\)`` reads as ``Illegal instruction (core dumped)``);
+    the regex itself when it uses alternatives, classes or repeats."""
+    plain = regex.replace(r"\b", "")
+    if _META_RE.search(_ESCAPED_RE.sub("", plain)):
+        return regex
+    return _ESCAPED_RE.sub(r"\1", plain)

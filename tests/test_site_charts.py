@@ -1,0 +1,106 @@
+"""The dashboard's charts and the small text helpers of the site, as a reader meets them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kbgen import charts, pagetext
+from kbgen.sitedata import SiteData
+from kbgen.store import Project, load_kb
+from site_kb import make_site_project
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def bars_of(svg: str) -> list[ET.Element]:
+    return list(ET.fromstring(svg).iter(f"{SVG}rect"))
+
+
+def test_horizontal_bars_scale_to_the_largest_and_escape_labels() -> None:
+    svg = charts.hbars(
+        [charts.Bar("<b>cuda</b> & co", 4, "high"), charts.Bar("oom", 2), charts.Bar("none", 0)], "By error"
+    )
+    root = ET.fromstring(svg)  # well-formed XML: a label cannot break out of its <text>
+    assert root.get("aria-label") == "By error"
+    widths = [float(r.get("width", "0")) for r in bars_of(svg)]
+    assert widths[0] == 2 * widths[1] and widths[2] == 0
+    assert bars_of(svg)[0].get("class") == "kb-bar kb-bar--high"
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "<b>cuda</b> & co" in texts and "4" in texts
+    assert "fill=" not in svg  # colours come from the stylesheet, so dark mode can change them
+
+
+def test_paired_columns_draw_both_series_per_group() -> None:
+    svg = charts.paired_columns([("w1", 3, 0), ("w2", 1, 3)], "Per week", ("opened", "closed"))
+    rects = bars_of(svg)
+    assert [r.get("class") for r in rects] == ["kb-bar kb-bar--opened", "kb-bar kb-bar--closed"] * 2
+    heights = [float(r.get("height", "0")) for r in rects]
+    assert heights[0] == heights[3] == 3 * heights[2] and heights[1] == 0
+
+
+def test_charts_without_data_are_still_valid() -> None:
+    ET.fromstring(charts.hbars([], "Nothing"))
+    ET.fromstring(charts.paired_columns([], "Nothing", ("a", "b")))
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> SiteData:
+    kb = load_kb(Project(make_site_project(tmp_path, site_config=False)))
+    return SiteData(kb, dt.date(2025, 11, 21))
+
+
+def test_weekly_counts_bugs_opened_and_closed(site: SiteData) -> None:
+    weeks = site.weekly(12)
+    assert len(weeks) == 12 and weeks[-1][0] <= site.today < weeks[-1][0] + dt.timedelta(days=7)
+    assert sum(opened for _, opened, _ in weeks) == len(site.bugs)  # all three made within 12 weeks
+    closed = [b for b in site.bugs.values() if not site.is_open(b)]
+    assert sum(c for _, _, c in weeks) == len(closed) == 1
+
+
+def test_open_bugs_by_error_and_severity(site: SiteData) -> None:
+    assert site.open_by_error() == [("cuda-illegal-memory-access", 2)]
+    assert [(sev.value, n) for sev, n in site.open_by_severity()] == [
+        ("critical", 1),
+        ("high", 1),
+        ("medium", 0),
+        ("low", 0),
+    ]
+
+
+def test_first_sentence_keeps_the_index_short() -> None:
+    long = "The CPU hit an instruction it does not implement. The process dies from SIGILL."
+    assert pagetext.first_sentence(long) == "The CPU hit an instruction it does not implement."
+    assert pagetext.first_sentence("torch.cuda.is_available() is False. Then") == (
+        "torch.cuda.is_available() is False."
+    )
+    cut = pagetext.first_sentence("word " * 100, limit=40)
+    assert len(cut) <= 42 and cut.endswith("…")
+    assert pagetext.first_sentence("`a b c d e f g h` " * 10, limit=30).count("`") % 2 == 0
+
+
+def test_bug_ids_in_prose_become_links_but_not_inside_code_or_links() -> None:
+    bugs = {"BUG-20251109-002": object()}
+    text = "see BUG-20251109-002, not `BUG-20251109-002` nor [BUG-20251109-002](x.md) nor BUG-20990101-001"
+    made = pagetext.link_bug_ids(text, bugs, "errors/x.md")
+    assert made == (
+        "see [BUG-20251109-002](../bugs/BUG-20251109-002.md), not `BUG-20251109-002` "
+        "nor [BUG-20251109-002](x.md) nor BUG-20990101-001"
+    )
+    fenced = "```\nBUG-20251109-002\n```\n"
+    assert pagetext.link_bug_ids(fenced, bugs, "errors/x.md") == fenced
+
+
+def test_signature_patterns_read_as_log_lines_when_plain() -> None:
+    assert (
+        pagetext.readable_pattern(r"Illegal instruction \(core dumped\)")
+        == "Illegal instruction (core dumped)"
+    )
+    assert pagetext.readable_pattern(r"\bSIGILL\b") == "SIGILL"
+    assert pagetext.readable_pattern("CUDA error: out of memory") == "CUDA error: out of memory"
+    kept = r"(?:RuntimeError|torch\.AcceleratorError): CUDA error"
+    assert pagetext.readable_pattern(kept) == kept  # alternatives stay a pattern
+    assert pagetext.readable_pattern(r"sm_\d+") == r"sm_\d+"
