@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kbgen import layers
 from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
 from kbgen.models import BUG_ID_RE, FOLDERS, KINDS, SLUG_RE, Bug, ErrorType, Fix, RootCause
 from kbgen.yamlio import FrontmatterError, Parsed, parse_document, validation_problems
@@ -48,7 +49,7 @@ class Project:
         return self.kb / "probes"
 
     def rel(self, path: Path) -> str:
-        return relpath(path, self.root)
+        return layers.base_rel(path) or relpath(path, self.root)
 
     @property
     def template_dirs(self) -> list[Path]:
@@ -220,6 +221,10 @@ class Kb:
     problems: list[Problem] = field(default_factory=list)
     #: bug id -> every file that claims it (more than one after two branches merge)
     claims: dict[str, list[Path]] = field(default_factory=dict)
+    #: (kind, id) of every record read from the base layer (kbgen/knowledge) and still in use
+    base: set[tuple[str, str]] = field(default_factory=set)
+    #: (kind, id) -> the base file a project record of the same id overrides
+    overrides: dict[tuple[str, str], Path] = field(default_factory=dict)
 
     def of(self, kind: str) -> dict[str, Entry]:
         return {"error": self.errors, "cause": self.causes, "fix": self.fixes, "bug": self.bugs}[kind]
@@ -292,15 +297,32 @@ def load_kb(project: Project, read: Callable[[Path, str, Project], Entry] | None
 def _load_into(kb: Kb, read: Callable[[Path, str, Project], Entry]) -> None:
     project = kb.project
     for kind in ("error", "cause", "fix", "bug"):
-        for path in entry_files(project.folder(kind)):
-            try:
-                entry = read(path, kind, project)
-            except EntryError as exc:
-                kb.problems.extend(exc.problems)
-                continue
-            if kind == "bug":
-                kb.claims.setdefault(entry.record.id, []).append(path)
-            kb.of(kind).setdefault(entry.record.id, entry)
+        # bugs belong to a project; the base layer ships knowledge only
+        found = layers.folders(project.kb, FOLDERS[kind]) if kind != "bug" else []
+        for layer, folder in found or [(layers.PROJECT, project.folder(kind))]:
+            for path in entry_files(folder):
+                try:
+                    entry = read(path, kind, project)
+                except EntryError as exc:
+                    kb.problems.extend(exc.problems)
+                    continue
+                _add(kb, kind, layer, entry)
+
+
+def _add(kb: Kb, kind: str, layer: str, entry: Entry) -> None:
+    """Keep the first record of an id in a layer; a project record replaces a base one."""
+    key = (kind, entry.record.id)
+    if kind == "bug":
+        kb.claims.setdefault(entry.record.id, []).append(entry.path)
+    if layer == layers.PROJECT and key in kb.base:
+        kb.overrides[key] = kb.of(kind)[entry.record.id].path
+        kb.base.discard(key)
+        kb.of(kind)[entry.record.id] = entry
+        return
+    if entry.record.id not in kb.of(kind):
+        kb.of(kind)[entry.record.id] = entry
+        if layer == layers.BASE:
+            kb.base.add(key)
 
 
 # --------------------------------------------------------------------------- writing

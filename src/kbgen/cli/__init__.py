@@ -29,6 +29,9 @@ COMMANDS: dict[str, str] = {
     "build-pages": "site:build_pages",
     "triage": "knowledge:triage",
     "import": "knowledge:import_reports",
+    "init": "adopt:init",
+    "kb": "adopt:kb",
+    "run": "adopt:run",
 }
 
 

@@ -62,6 +62,10 @@ def validate(ctx: click.Context, strict: bool, fmt: str) -> None:
     counted = sum(len(kb.of(k)) for k in ("error", "cause", "fix", "bug"))
     files = counted + len({p.path for p in kb.problems})
     _print_problems(problems, fmt, files)
+    if fmt == "text":
+        for (kind, record_id), base in sorted(kb.overrides.items()):
+            project = kb.project.rel(kb.of(kind)[record_id].path)
+            click.echo(f"{project}: overrides the base {kind} {kb.project.rel(base)}")
     if errors or (strict and warnings):
         ctx.exit(1)
 
