@@ -36,7 +36,9 @@ def folders(kb: Path, name: str) -> list[tuple[str, Path]]:
 
 def base_rel(path: Path) -> str | None:
     """``kbgen/knowledge/errors/x.md`` for a file of the base layer, None for any other file."""
-    base = Path(__file__).resolve().parent / "knowledge"
+    base = base_dir()
+    if base is None:
+        return None
     try:
         rel = Path(os.path.abspath(path)).relative_to(base)  # noqa: PTH100
     except ValueError:
