@@ -303,6 +303,9 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
             "build-pages",
             "triage",
             "import",
+            "init",
+            "kb",
+            "run",
         ]
     )
     for name in commands:

@@ -258,6 +258,14 @@ def site_options(config: Path) -> SiteOptions:
     return SiteOptions(str(data.get("docs_dir", "docs")), stale)
 
 
+#: the site's own CSS, JavaScript and favicon, shipped in the package and served as assets/<name>
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+def asset_files() -> dict[str, bytes]:
+    return {f"assets/{rel}": data for rel, data in folder_files(ASSETS).items()}
+
+
 def folder_files(folder: Path) -> dict[str, bytes]:
     """Every file below ``folder`` by its '/'-separated relative path (hidden ones left out)."""
     found = {}

@@ -59,7 +59,8 @@ class Capture:
 
     def text(self) -> str:
         kept = [*self.matched, *self.tail, *([self.partial] if self.partial else [])]
-        raw = b"\n".join(line.rsplit(b"\r", 1)[-1] if b"\r" in line.rstrip(b"\r") else line for line in kept)
+        # a progress bar redraws its line with \r: keep what the terminal showed last
+        raw = b"\n".join(line.rstrip(b"\r").rsplit(b"\r", 1)[-1] for line in kept)
         return raw.decode("utf-8", errors="replace")
 
 

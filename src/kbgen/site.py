@@ -33,7 +33,6 @@ log = get_plugin_logger(__name__)
 
 #: the site's own CSS, JavaScript and favicon, served from the package (a docs/ file of the same
 #: name wins), so an upgrade of kbgen brings new assets and a project's docs/ holds only its pages
-ASSETS = Path(__file__).resolve().parent / "assets"
 ASSET_CSS = "assets/kbgen.css"
 ASSET_JS = "assets/kbgen.js"
 
@@ -103,10 +102,11 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                     f"page {page.uri}; remove or rename it"
                 )
             files.append(self._file(config, page, docs))
-        for asset in sorted(ASSETS.iterdir()):
-            uri = f"assets/{asset.name}"
-            if asset.is_file() and files.get_file_from_path(uri) is None:
-                files.append(File.generated(config, uri, abs_src_path=str(asset)))
+        for uri in pages.asset_files():
+            if files.get_file_from_path(uri) is None:
+                files.append(
+                    File.generated(config, uri, abs_src_path=str(pages.ASSETS / uri[len("assets/") :]))
+                )
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
         self.urls = {file.url for file in files.documentation_pages()}
         return files

@@ -129,7 +129,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     env = render.make_environment(render.template_dirs(project.root))
     files = {page.uri: page.text.encode("utf-8") for page in pages.generate(site, env)}
     if not pages_only:
-        files = {**pages.folder_files(docs), **files}
+        files = {**pages.asset_files(), **pages.folder_files(docs), **files}
     report = pages.write_pages(files, out)
     click.echo(
         f"{out}: {len(report.written)} written, {report.unchanged} unchanged, {len(report.removed)} removed"
