@@ -113,7 +113,7 @@ def _start(argv: list[str], env: dict[str, str], **streams: object) -> subproces
     from kbgen.errors import KbgenError
 
     try:
-        return subprocess.Popen(argv, env=env, **streams)  # type: ignore[call-overload,no-any-return]
+        return subprocess.Popen(argv, env=env, **streams)  # type: ignore[call-overload]
     except OSError as exc:
         raise KbgenError(f"{argv[0]}: cannot run: {exc.strerror or exc}") from None
 

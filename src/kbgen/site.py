@@ -86,7 +86,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         if ASSET_CSS not in config.extra_css:
             config.extra_css.append(ASSET_CSS)
         if ASSET_JS not in [str(script) for script in config.extra_javascript]:
-            config.extra_javascript.append(ASSET_JS)  # type: ignore[arg-type]
+            config.extra_javascript.append(ASSET_JS)
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         assert self.project is not None

@@ -48,9 +48,9 @@ def init(folder: Path, force: bool, dry_run: bool) -> None:
                 click.echo(f"would {verb} {action.path}")
         return
     done = scaffold.apply(folder, actions, force=force)
+    verbs = {"create": "created", "replace": "replaced", "hook": "added the kbgen-validate hook to"}
     for action in done:
-        verb = {"create": "created", "replace": "replaced", "hook": "added the kbgen-validate hook to"}
-        click.echo(f"{verb[action.status]} {action.path}")
+        click.echo(f"{verbs[action.status]} {action.path}")
     if not done:
         click.echo("Nothing to do: every file is in place.")
     else:
