@@ -89,6 +89,14 @@ def test_a_project_record_overrides_the_base_one(project: Path) -> None:
         "kb/errors/cuda-out-of-memory.md: overrides the base error "
         "kbgen/knowledge/errors/cuda-out-of-memory.md" in checked.output
     )
+    as_json = json.loads(runner.invoke(cli, ["validate", "--format", "json"]).output)
+    assert as_json["overrides"] == [
+        {
+            "path": "kb/errors/cuda-out-of-memory.md",
+            "kind": "error",
+            "base": "kbgen/knowledge/errors/cuda-out-of-memory.md",
+        }
+    ]
     again = runner.invoke(cli, ["kb", "copy", "cuda-out-of-memory"])
     assert again.exit_code == 1 and "already a project record" in again.output
     unknown = runner.invoke(cli, ["kb", "copy", "no-such-thing"])
@@ -253,6 +261,12 @@ def test_run_passes_output_through_and_exits_like_the_command(project: Path) -> 
     assert list((project / "kb" / "bugs").glob("BUG-*")) == []  # no terminal, no --file-bug: nothing filed
     missing = kbgen("run", "--", "no-such-command-kbgen", cwd=project)
     assert missing.returncode == 1 and missing.stderr.startswith("Error: no-such-command-kbgen: cannot run")
+
+
+def test_run_outside_a_project_still_exits_like_the_command(tmp_path: Path) -> None:
+    result = kbgen("run", "--", sys.executable, "-c", "raise SystemExit(5)", cwd=tmp_path)
+    assert result.returncode == 5
+    assert "Error: no kb/ folder" in result.stderr
 
 
 def test_run_reports_death_by_signal_as_128_plus_n(project: Path) -> None:

@@ -144,7 +144,12 @@ def run(ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: st
         text += f"\n{outcome.signal}: the process was killed by a signal ({how})"
     if outcome.error_file:
         text = f"{text}\n{outcome.error_file}"
-    _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python)
+    from kbgen.errors import KbgenError
+
+    try:
+        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python)
+    except KbgenError as exc:  # the command's own status still wins
+        click.echo(f"Error: {exc}", err=True)
     ctx.exit(outcome.status)
 
 
