@@ -29,6 +29,15 @@ MAX_LINE = 4096
 _INTERESTING = re.compile(
     rb"error|exception|traceback|assert|illegal|fault|killed|abort|fatal|cuda|nccl|cudnn|cublas", re.I
 )
+#: what a shell prints when a signal kills a command
+SHELL_WORDS = {
+    "SIGILL": "Illegal instruction",
+    "SIGSEGV": "Segmentation fault",
+    "SIGBUS": "Bus error",
+    "SIGABRT": "Aborted",
+    "SIGFPE": "Floating point exception",
+    "SIGKILL": "Killed",
+}
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?")
 
 

@@ -140,8 +140,8 @@ def run(ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: st
     how = f"killed by {outcome.signal}" if outcome.signal else f"exit status {outcome.status}"
     click.echo(f"\nkbgen: the command failed ({how}).", err=True)
     text = outcome.capture.text()
-    if outcome.signal:
-        text += f"\n{outcome.signal}: the process was killed by a signal ({how})"
+    if outcome.signal:  # what a shell prints for it, which is what the signatures know
+        text += f"\n{runcmd.SHELL_WORDS.get(outcome.signal, 'Killed')} ({outcome.signal})"
     if outcome.error_file:
         text = f"{text}\n{outcome.error_file}"
     from kbgen.errors import KbgenError
@@ -167,7 +167,10 @@ def _after_failure(ctx: click.Context, text: str, file_bug: bool, python: str | 
         if not sys.stdin.isatty():
             click.echo("kbgen: run with --file-bug to write a bug report for it.", err=True)
             return
-        if not click.confirm("File a bug and fill it with the probes?", default=True, err=True):
+        try:
+            if not click.confirm("File a bug and fill it with the probes?", default=True, err=True):
+                return
+        except click.Abort:  # Ctrl-D or Ctrl-C at the question: file nothing
             return
     bug_id = _new_bug(ctx, loaded, text)
     from kbgen.cli.probe import probe
