@@ -143,9 +143,17 @@ def kb_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_user_kb(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's own $KBGEN_KB must not leak into the tests."""
+    """A developer's own $KBGEN_KB must not leak into the tests. The fixture KBs stand alone:
+    the base layer shipped in the package is off unless a test asks for it (``base_layer``)."""
     if "KBGEN_KB" in os.environ:
         monkeypatch.delenv("KBGEN_KB")
+    monkeypatch.setenv("KBGEN_BASE", "off")
+
+
+@pytest.fixture
+def base_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read the knowledge shipped in the package under the project's kb/, as users get it."""
+    monkeypatch.delenv("KBGEN_BASE", raising=False)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

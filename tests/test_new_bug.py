@@ -308,6 +308,9 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
             "fix",
             "step",
             "migrate",
+            "init",
+            "kb",
+            "run",
         ]
     )
     for name in commands:

@@ -1,4 +1,5 @@
-"""The knowledge base kbgen ships in kb/: it loads clean, covers the error types users meet,
+"""The knowledge base kbgen ships (the base layer in src/kbgen/knowledge, under this repository's
+kb/ with its bugs and project probes): it loads clean, covers the error types users meet,
 every link in it resolves, and every log signature matches a real message line.
 
 This file is about the shipped content on purpose; other tests build their own fixture KBs.
@@ -18,6 +19,8 @@ from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
+
+pytestmark = pytest.mark.usefixtures("base_layer")
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -306,7 +309,9 @@ _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
 
 @pytest.fixture(scope="module")
 def kb() -> Kb:
-    return load_kb(find_project(override=REPO))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("KBGEN_BASE", raising=False)
+        return load_kb(find_project(override=REPO))
 
 
 @pytest.fixture(scope="module")

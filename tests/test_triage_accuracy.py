@@ -23,6 +23,8 @@ from conftest import REQUIRED_ERROR_IDS
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage import triage_log
 
+pytestmark = pytest.mark.usefixtures("base_layer")
+
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
@@ -58,7 +60,9 @@ class Figures:
 
 @pytest.fixture(scope="module")
 def shipped_kb() -> Kb:
-    kb = load_kb(find_project(REPO))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("KBGEN_BASE", raising=False)
+        kb = load_kb(find_project(REPO))
     assert kb.problems == [], [p.format() for p in kb.problems]
     return kb
 

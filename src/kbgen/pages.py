@@ -264,3 +264,11 @@ def report_files(project: Project) -> dict[str, Path]:
     bug pages link to them."""
     folder = project.folder("bug")
     return {f"bugs/{p.parent.name}/{p.name}": p for p in sorted(folder.glob("BUG-*/env-*.json"))}
+
+
+#: the site's own CSS, JavaScript and favicon, shipped in the package and served as assets/<name>
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+def asset_files() -> dict[str, bytes]:
+    return {f"assets/{rel}": data for rel, data in folder_files(ASSETS).items()}

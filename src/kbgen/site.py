@@ -25,12 +25,17 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
-from kbgen import clock, mdsafe, pages, render
+from kbgen import clock, layers, mdsafe, pages, render
 from kbgen.errors import KbgenError
 from kbgen.sitedata import ERRORS
 from kbgen.store import Project, find_project
 
 log = get_plugin_logger(__name__)
+
+#: the site's own CSS, JavaScript and favicon, served from the package (a docs/ file of the same
+#: name wins), so an upgrade of kbgen brings new assets and a project's docs/ holds only its pages
+ASSET_CSS = "assets/kbgen.css"
+ASSET_JS = "assets/kbgen.js"
 
 
 class KbgenConfig(base.Config):
@@ -82,6 +87,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             raise PluginError(f"kbgen: {exc}") from None
         if self.env is None:
             self.env = render.make_environment(render.template_dirs(self.project.root))
+        if ASSET_CSS not in config.extra_css:
+            config.extra_css.append(ASSET_CSS)
+        if ASSET_JS not in [str(script) for script in config.extra_javascript]:
+            config.extra_javascript.append(ASSET_JS)
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         assert self.project is not None
@@ -100,6 +109,11 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         for uri, path in pages.report_files(self.project).items():  # bug pages link to them
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
+        for uri in pages.asset_files():
+            if files.get_file_from_path(uri) is None:
+                files.append(
+                    File.generated(config, uri, abs_src_path=str(pages.ASSETS / uri[len("assets/") :]))
+                )
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
         self.generated = {p.uri for p in generated}
         self.urls = {file.url for file in files.documentation_pages()}
@@ -147,7 +161,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             )
         else:
             file = File.generated(config, page.uri, content=page.text, inclusion=level)
-        if page.source is not None:
+        if page.source is not None and page.source.startswith(layers.BASE_LABEL):
+            file.edit_uri = None  # shipped with kbgen: `kbgen kb copy ID` forks it into kb/
+        elif page.source is not None:
             assert self.project is not None
             # Relative to docs/, like every other page's: an edit_uri of ".../docs/" resolves "..".
             target = self.project.root / page.source

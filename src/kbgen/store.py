@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from kbgen import layers
 from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
 from kbgen.fileio import MAX_ENTRY_BYTES, Unreadable, atomic_write, read_limited
 from kbgen.models import BUG_ID_RE, FOLDERS, KINDS, SLUG_RE, Bug, ErrorType, Fix, RootCause
@@ -46,7 +47,7 @@ class Project:
         return self.kb / "probes"
 
     def rel(self, path: Path) -> str:
-        return relpath(path, self.root)
+        return layers.base_rel(path) or relpath(path, self.root)
 
     @property
     def template_dirs(self) -> list[Path]:
@@ -222,6 +223,10 @@ class Kb:
     claims: dict[str, list[Path]] = field(default_factory=dict)
     #: old id -> (old copy, renumbered bug) left by a `kbgen renumber` that was interrupted
     leftovers: dict[str, list[tuple[Entry, Entry]]] = field(default_factory=dict)
+    #: (kind, id) of every record read from the base layer (kbgen/knowledge) and still in use
+    base: set[tuple[str, str]] = field(default_factory=set)
+    #: (kind, id) -> the base file a project record of the same id overrides
+    overrides: dict[tuple[str, str], Path] = field(default_factory=dict)
 
     def of(self, kind: str) -> dict[str, Entry]:
         return {"error": self.errors, "cause": self.causes, "fix": self.fixes, "bug": self.bugs}[kind]
@@ -295,16 +300,19 @@ def _load_into(kb: Kb, read: Callable[[Path, str, Project], Entry]) -> None:
     project = kb.project
     claimed: list[Entry] = []
     for kind in ("error", "cause", "fix", "bug"):
-        for path in entry_files(project.folder(kind)):
-            try:
-                entry = read(path, kind, project)
-            except EntryError as exc:
-                kb.problems.extend(exc.problems)
-                continue
-            if kind == "bug":
-                kb.claims.setdefault(entry.record.id, []).append(path)
-                claimed.append(entry)
-            kb.of(kind).setdefault(entry.record.id, entry)
+        # bugs belong to a project; the base layer ships knowledge only
+        found = layers.folders(project.kb, FOLDERS[kind]) if kind != "bug" else []
+        for layer, folder in found or [(layers.PROJECT, project.folder(kind))]:
+            for path in entry_files(folder):
+                try:
+                    entry = read(path, kind, project)
+                except EntryError as exc:
+                    kb.problems.extend(exc.problems)
+                    continue
+                if kind == "bug":
+                    claimed.append(entry)
+                _add(kb, kind, layer, entry)
+
     _set_aside_leftovers(kb, claimed)
 
 
@@ -362,6 +370,22 @@ def _set_aside_leftovers(kb: Kb, claimed: list[Entry]) -> None:
             )
         line = old.source.parsed.line_of(("id",))
         kb.problems.append(Problem(old.source.rel, line, "id", message, code="renumber-leftover"))
+
+
+def _add(kb: Kb, kind: str, layer: str, entry: Entry) -> None:
+    """Keep the first record of an id in a layer; a project record replaces a base one."""
+    key = (kind, entry.record.id)
+    if kind == "bug":
+        kb.claims.setdefault(entry.record.id, []).append(entry.path)
+    if layer == layers.PROJECT and key in kb.base:
+        kb.overrides[key] = kb.of(kind)[entry.record.id].path
+        kb.base.discard(key)
+        kb.of(kind)[entry.record.id] = entry
+        return
+    if entry.record.id not in kb.of(kind):
+        kb.of(kind)[entry.record.id] = entry
+        if layer == layers.BASE:
+            kb.base.add(key)
 
 
 # --------------------------------------------------------------------------- writing

@@ -63,6 +63,7 @@ def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
         probe_ids = {spec.meta.id for spec in specs}
     problems = [*kb.problems, *probe_problems]
     problems.extend(check_references(kb, probe_ids))
+    problems.extend(check_layers(kb, {s.meta.id for s in specs if s.builtin}))
     problems.extend(check_duplicates(kb))
     problems.extend(check_aliases(kb))
     problems.extend(check_signatures(kb))
@@ -163,6 +164,23 @@ def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
                     where = folders.get(target, "the built-in probes or kb/probes/")
                     hint = _close(ref, known[target])
                     yield _at(kb, entry, loc, f"no {target} '{ref}' in {where}{hint}", code="reference")
+
+
+def check_layers(kb: Kb, base_probes: set[str]) -> Iterator[Problem]:
+    """A base record (kbgen/knowledge) links only to base records: the package cannot know a
+    project's ids. Project records may link anywhere."""
+    shipped = kb.base | set(kb.overrides)
+    for kind, record_id in sorted(kb.base):
+        entry = kb.of(kind)[record_id]
+        for loc, target, ref in _refs(entry):
+            known = ref in base_probes if target == "probe" else (target, ref) in shipped
+            exists = ref in kb.of(target) if target != "probe" else True
+            if not known and exists:
+                message = (
+                    f"the base layer links to the project's {target} '{ref}'; "
+                    "base records link only to base records"
+                )
+                yield _at(kb, entry, loc, message, code="layer")
 
 
 def _close(value: str, choices: Iterable[str]) -> str:

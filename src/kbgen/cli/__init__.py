@@ -33,6 +33,9 @@ COMMANDS: dict[str, str] = {
     "triage": "knowledge:triage",
     "import": "knowledge:import_reports",
     "fleet": "fleet:fleet",
+    "init": "adopt:init",
+    "kb": "adopt:kb",
+    "run": "adopt:run",
 }
 
 

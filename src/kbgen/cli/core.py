@@ -61,12 +61,21 @@ def validate(ctx: click.Context, strict: bool, fmt: str) -> None:
     warnings = [p for p in problems if p.severity != "error"]
     counted = sum(len(kb.of(k)) for k in ("error", "cause", "fix", "bug"))
     files = counted + len({p.path for p in kb.problems})
-    _print_problems(problems, fmt, files)
+    overrides = [
+        (kb.project.rel(kb.of(kind)[record_id].path), kind, kb.project.rel(base))
+        for (kind, record_id), base in sorted(kb.overrides.items())
+    ]
+    _print_problems(problems, fmt, files, overrides)
+    if fmt == "text":
+        for path, kind, base in overrides:
+            click.echo(f"{path}: overrides the base {kind} {base}")
     if errors or (strict and warnings):
         ctx.exit(1)
 
 
-def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
+def _print_problems(
+    problems: list[Problem], fmt: str, files: int, overrides: list[tuple[str, str, str]] | None = None
+) -> None:
     errors = sum(p.severity == "error" for p in problems)
     warnings = len(problems) - errors
     if fmt == "json":
@@ -82,7 +91,16 @@ def _print_problems(problems: list[Problem], fmt: str, files: int) -> None:
             for p in problems
         ]
         click.echo(
-            json.dumps({"files": files, "errors": errors, "warnings": warnings, "problems": rows}, indent=2)
+            json.dumps(
+                {
+                    "files": files,
+                    "errors": errors,
+                    "warnings": warnings,
+                    "problems": rows,
+                    "overrides": [{"path": p, "kind": k, "base": b} for p, k, b in overrides or []],
+                },
+                indent=2,
+            )
         )
         return
     for p in problems:

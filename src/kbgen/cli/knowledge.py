@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -113,10 +113,17 @@ def _clip(text: str, width: int = 160) -> str:
 
 
 @click.command("import")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option("--dry-run", is_flag=True, help="Show what would be written; write nothing.")
+@click.option(
+    "--github",
+    "github",
+    metavar="FILE.json",
+    help="Import GitHub issues filed through the gpu-failure form, from the JSON "
+    "`gh issue list --json number,title,body,labels,createdAt` prints.",
+)
 @click.pass_context
-def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool) -> None:
+def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, github: str | None) -> None:
     """Turn Markdown bug reports written by hand into bugs in kb/bugs/.
 
     Frontmatter (bug_id, severity, status, tags, date) and the sections kbgen has fields
@@ -130,12 +137,19 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool) ->
     Example:
       kbgen import --dry-run old-reports/*.md
       kbgen import old-reports/*.md
+      gh issue list --json number,title,body,labels,createdAt > issues.json
+      kbgen import --github issues.json
     """
     from pathlib import Path
 
     from kbgen.importer import import_report
     from kbgen.store import load_kb
 
+    if github:
+        _import_github(ctx, Path(github), dry_run)
+        return
+    if not paths:
+        raise click.UsageError("name the reports to import, or --github FILE.json")
     kb = load_kb(project_of(ctx))
     failed = 0
     for name in paths:
@@ -156,6 +170,27 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool) ->
             click.echo(_indent(outcome.draft.render(outcome.bug_id)))
     if failed:
         ctx.exit(1)
+
+
+def _import_github(ctx: click.Context, path: Any, dry_run: bool) -> None:
+    from kbgen.cli.common import load_clean_kb
+    from kbgen.cli.core import _bug_template
+    from kbgen.importer.github import import_issue, read_issues
+
+    issues = read_issues(path)
+    kb = load_clean_kb(ctx)
+    template = _bug_template(kb.project)
+    for issue in issues:
+        done = import_issue(issue, kb, template, dry_run=dry_run)
+        if done.state == "exists":
+            assert done.path is not None
+            click.echo(f"#{done.number}: already imported as {done.bug_id} ({kb.project.rel(done.path)})")
+        elif done.state == "would-write":
+            click.echo(f"#{done.number}: would write a bug")
+        else:
+            assert done.path is not None
+            filled = "; environment filled from its probe report" if done.filled else ""
+            click.echo(f"#{done.number}: wrote {done.bug_id} {kb.project.rel(done.path)}{filled}")
 
 
 def _indent(text: str) -> str:

@@ -131,7 +131,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     files = {page.uri: page.text.encode("utf-8") for page in pages.generate(site, env)}
     files.update({uri: path.read_bytes() for uri, path in pages.report_files(project).items()})
     if not pages_only:
-        files = {**pages.folder_files(docs), **files}
+        files = {**pages.asset_files(), **pages.folder_files(docs), **files}
     report = pages.write_pages(files, out)
     click.echo(
         f"{out}: {len(report.written)} written, {report.unchanged} unchanged, {len(report.removed)} removed"

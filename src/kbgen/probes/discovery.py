@@ -9,12 +9,14 @@ a project's own probes live in ``kb/probes/<id>.py``.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from kbgen import layers
 from kbgen.errors import EntryError, Problem, UnknownIdError, relpath
 from kbgen.models import ProbeMeta
 
@@ -162,7 +164,10 @@ def _key_lines(value: ast.expr) -> dict[str, int]:
 
 
 def scan(project: Project | None) -> tuple[list[ProbeSpec], list[Problem]]:
-    """Every valid probe (built-ins first, then ``kb/probes/*.py``) and every problem found."""
+    """Every valid probe (built-ins, the base layer's, then ``kb/probes/*.py``) and every problem.
+
+    A project probe with the id of a base-layer probe replaces it; a built-in id is refused.
+    """
     specs: list[ProbeSpec] = []
     problems: list[Problem] = []
     for path in builtin_files():
@@ -170,17 +175,27 @@ def scan(project: Project | None) -> tuple[list[ProbeSpec], list[Problem]]:
         problems.extend(found)
         if meta is not None:
             specs.append(ProbeSpec(meta, path, builtin=True))
+    core = {s.id for s in specs}
+    base = layers.base_dir()
+    if base is not None:
+        _scan_folder(base / "probes", lambda p: layers.base_rel(p) or p.name, specs, problems, core)
     if project is not None and project.probes.is_dir():
-        _scan_project(project, specs, problems)
+        _scan_folder(project.probes, lambda p: relpath(p, project.root), specs, problems, core)
     return specs, problems
 
 
-def _scan_project(project: Project, specs: list[ProbeSpec], problems: list[Problem]) -> None:
-    taken = {s.id for s in specs}
-    for path in sorted(project.probes.glob("*.py")):
+def _scan_folder(
+    folder: Path,
+    rel_of: Callable[[Path], str],
+    specs: list[ProbeSpec],
+    problems: list[Problem],
+    core: set[str],
+) -> None:
+    builtin = layers.base_rel(folder) is not None
+    for path in sorted(folder.glob("*.py")):
         if path.name.startswith(("_", ".")) or path.is_dir():
             continue
-        rel = relpath(path, project.root)
+        rel = rel_of(path)
         meta, found = read_meta(path, rel)
         problems.extend(found)
         if meta is None:
@@ -191,12 +206,12 @@ def _scan_project(project: Project, specs: list[ProbeSpec], problems: list[Probl
                 f"rename the file to {meta.id}.py or fix the id"
             )
             problems.append(Problem(rel, _id_line(path), "PROBE.id", message, code="probe"))
-        elif meta.id in taken:
+        elif meta.id in core:
             message = f"'{meta.id}' is a built-in probe id; choose another id (and file name)"
             problems.append(Problem(rel, _id_line(path), "PROBE.id", message, code="probe"))
         else:
-            taken.add(meta.id)
-            specs.append(ProbeSpec(meta, path, builtin=False))
+            specs[:] = [s for s in specs if s.id != meta.id]  # a project probe overrides the base's
+            specs.append(ProbeSpec(meta, path, builtin=builtin))
 
 
 def _id_line(path: Path) -> int | None:

@@ -1,0 +1,213 @@
+"""``kbgen init``, ``kbgen kb list|copy`` and ``kbgen run``: kbgen in any repository."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kbgen.cli.common import load_clean_kb, project_of
+
+
+@click.command()
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path), default=".")
+@click.option(
+    "--force", is_flag=True, help="Replace files that differ from kbgen's (their diff is printed first)."
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be written; write nothing.")
+def init(folder: Path, force: bool, dry_run: bool) -> None:
+    """Set up a KB in FOLDER (default: here), a git repository or not.
+
+    Writes kb/bugs/, kb/probes/ (with a README), mkdocs.yml, docs/getting-started.md, a GitHub
+    workflow that validates the KB and builds the site, and an issue form for GPU failures; adds
+    the kbgen-validate hook to an existing .pre-commit-config.yaml. A file already there is
+    never replaced without --force.
+
+    \b
+    Examples:
+      kbgen init
+      kbgen init --dry-run
+    """
+    from kbgen import init as scaffold
+
+    actions = scaffold.check(folder)
+    for action in actions:
+        if action.status == "differs":
+            if force:
+                click.echo(action.diff, nl=False)
+            else:
+                click.echo(f"kept     {action.path} (differs from kbgen's; --force replaces it)")
+    if dry_run:
+        for action in actions:
+            if action.status in ("create", "hook") or (action.status == "differs" and force):
+                verb = {"create": "create", "hook": "add hook", "differs": "replace"}[action.status]
+                click.echo(f"would {verb} {action.path}")
+        return
+    done = scaffold.apply(folder, actions, force=force)
+    verbs = {"create": "created", "replace": "replaced", "hook": "added the kbgen-validate hook to"}
+    for action in done:
+        click.echo(f"{verbs[action.status]} {action.path}")
+    if not done:
+        click.echo("Nothing to do: every file is in place.")
+    else:
+        click.echo("Next: `kbgen validate`, then `kbgen serve` to read the KB.")
+
+
+@click.group()
+def kb() -> None:
+    """The knowledge the KB holds: the base layer shipped with kbgen, and the project's own."""
+
+
+@kb.command("list")
+@click.option("--layer", type=click.Choice(["base", "project", "all"]), default="all", show_default=True)
+@click.option("--kind", type=click.Choice(["error", "cause", "fix"]), help="Only this kind of record.")
+@click.pass_context
+def kb_list(ctx: click.Context, layer: str, kind: str | None) -> None:
+    """List the error types, causes and fixes and the layer each comes from.
+
+    \b
+    Examples:
+      kbgen kb list --layer base --kind error
+      kbgen kb list --layer project
+    """
+    loaded = load_clean_kb(ctx)
+    for each in [kind] if kind else ["error", "cause", "fix"]:
+        for record_id in sorted(loaded.of(each)):
+            key = (each, record_id)
+            origin = "base" if key in loaded.base else "project"
+            if layer in ("all", origin):
+                note = "  (overrides base)" if key in loaded.overrides else ""
+                click.echo(f"{origin:<8} {each:<6} {record_id}{note}")
+
+
+@kb.command("copy")
+@click.argument("record_id", metavar="ID")
+@click.pass_context
+def kb_copy(ctx: click.Context, record_id: str) -> None:
+    """Copy a base record into kb/ to change it for this project; the copy overrides it.
+
+    \b
+    Example:
+      kbgen kb copy cuda-out-of-memory    # writes kb/errors/cuda-out-of-memory.md
+    """
+    from kbgen.errors import KbgenError, UnknownIdError
+    from kbgen.models import FOLDERS
+
+    loaded = load_clean_kb(ctx)
+    found = [kind for kind in ("error", "cause", "fix") if (kind, record_id) in loaded.base]
+    if not found:
+        where = [k for k in ("error", "cause", "fix") if record_id in loaded.of(k)]
+        if where:
+            path = loaded.project.rel(loaded.of(where[0])[record_id].path)
+            raise KbgenError(f"{record_id}: already a project record ({path})")
+        raise UnknownIdError(f"no base record '{record_id}'", hint="`kbgen kb list --layer base` lists them")
+    kind = found[0]
+    source = loaded.of(kind)[record_id].path
+    target = loaded.project.kb / FOLDERS[kind] / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    click.echo(f"copied {loaded.project.rel(source)} to {loaded.project.rel(target)}; edit it there")
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.option("--file-bug", is_flag=True, help="On failure, file the bug without asking (for CI).")
+@click.option("--python", metavar="PATH", help="Interpreter to probe when COMMAND is not a Python command.")
+@click.pass_context
+def run(ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: str | None) -> None:
+    """Run COMMAND; when it fails, name the error and file a bug with the machine's facts.
+
+    The output passes through unchanged (a pseudo-terminal on a terminal keeps colours and
+    progress bars). On success nothing is kept. On failure (non-zero exit or a signal) the
+    end of the output is triaged; after a confirmation (or with --file-bug) a bug is written
+    from it and filled by the probes, run in the command's Python. Exits with COMMAND's status.
+
+    \b
+    Examples:
+      kbgen run -- python train.py --epochs 3
+      kbgen run --file-bug -- torchrun --nproc-per-node 2 train.py
+    """
+    from kbgen import runcmd
+
+    argv = list(command)
+    outcome = runcmd.run(argv)
+    if outcome.status == 0:
+        ctx.exit(0)
+    how = f"killed by {outcome.signal}" if outcome.signal else f"exit status {outcome.status}"
+    click.echo(f"\nkbgen: the command failed ({how}).", err=True)
+    text = outcome.capture.text()
+    if outcome.signal:  # what a shell prints for it, which is what the signatures know
+        text += f"\n{runcmd.SHELL_WORDS.get(outcome.signal, 'Killed')} ({outcome.signal})"
+    if outcome.error_file:
+        text = f"{text}\n{outcome.error_file}"
+    from kbgen.errors import KbgenError
+
+    try:
+        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python)
+    except KbgenError as exc:  # the command's own status still wins
+        click.echo(f"Error: {exc}", err=True)
+    ctx.exit(outcome.status)
+
+
+def _after_failure(ctx: click.Context, text: str, file_bug: bool, python: str | None) -> None:
+    from kbgen.triage import triage_text
+
+    loaded = load_clean_kb(ctx)
+    report = triage_text(text, loaded, "the command's output")
+    if report.matches:
+        best = report.matches[0]
+        click.echo(f"kbgen: looks like {best.error} ({best.title}).", err=True)
+    else:
+        click.echo("kbgen: no known error type matches the output.", err=True)
+    if not file_bug:
+        if not sys.stdin.isatty():
+            click.echo("kbgen: run with --file-bug to write a bug report for it.", err=True)
+            return
+        try:
+            if not click.confirm("File a bug and fill it with the probes?", default=True, err=True):
+                return
+        except click.Abort:  # Ctrl-D or Ctrl-C at the question: file nothing
+            return
+    bug_id = _new_bug(ctx, loaded, text)
+    from kbgen.cli.probe import probe
+
+    ctx.invoke(
+        probe,
+        ids=(),
+        as_json=False,
+        bug_id=bug_id,
+        python=python,
+        list_only=False,
+        timeout=None,
+        redact_paths=False,
+    )
+
+
+def _new_bug(ctx: click.Context, loaded: Any, text: str) -> str:
+    """The `new-bug --from-log` path, on the kept output."""
+    from kbgen.bugs import NewBug, create_bug
+    from kbgen.cli.core import _bug_template, _fill_from_log
+    from kbgen.models import Severity
+
+    with tempfile.TemporaryDirectory(prefix="kbgen-run-") as folder:
+        log = Path(folder) / "output.log"
+        log.write_text(text, encoding="utf-8")
+        opts: dict[str, Any] = {"from_log": str(log), "title": None, "error_id": None, "message": None}
+        _fill_from_log(opts, loaded)
+    new = NewBug(
+        title=opts["title"] or "A run failed",
+        severity=Severity.medium,
+        error=opts["error_id"] or None,
+        tags=[],
+        assignee=None,
+        message=opts["message"],
+        repro=None,
+        date=None,
+    )
+    bug_id, path = create_bug(loaded, new, template=_bug_template(project_of(ctx)))
+    click.echo(f"{bug_id} {loaded.project.rel(path)}", err=True)
+    return bug_id
