@@ -22,7 +22,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 def cluster() -> Iterator[str]:
     from ray.cluster_utils import Cluster
 
-    os.environ["PYTHONPATH"] = f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    # Ray's workers inherit this process's environment: they must import this checkout's kbgen.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), saved) if p)
     small = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024, "include_dashboard": False}
     try:
         nodes = Cluster(initialize_head=True, head_node_args=small)
@@ -30,11 +32,16 @@ def cluster() -> Iterator[str]:
             nodes.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)
         nodes.wait_for_nodes()
     except Exception as exc:  # pragma: no cover - depends on the machine
+        os.environ["PYTHONPATH"] = saved or ""
         pytest.skip(f"a local Ray cluster could not start here: {exc}")
     try:
         yield nodes.address
     finally:
         nodes.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 def test_ray_probes_each_alive_node_once(tmp_path: Path, cluster: str) -> None:
