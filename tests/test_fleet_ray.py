@@ -23,25 +23,20 @@ def cluster() -> Iterator[str]:
     from ray.cluster_utils import Cluster
 
     # Ray's workers inherit this process's environment: they must import this checkout's kbgen.
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), saved) if p)
-    small = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024, "include_dashboard": False}
-    try:
-        nodes = Cluster(initialize_head=True, head_node_args=small)
-        for _ in range(2):
-            nodes.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)
-        nodes.wait_for_nodes()
-    except Exception as exc:  # pragma: no cover - depends on the machine
-        os.environ["PYTHONPATH"] = saved or ""
-        pytest.skip(f"a local Ray cluster could not start here: {exc}")
-    try:
-        yield nodes.address
-    finally:
-        nodes.shutdown()
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p))
+        small = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024, "include_dashboard": False}
+        try:
+            nodes = Cluster(initialize_head=True, head_node_args=small)
+            for _ in range(2):
+                nodes.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)
+            nodes.wait_for_nodes()
+        except Exception as exc:  # pragma: no cover - depends on the machine
+            pytest.skip(f"a local Ray cluster could not start here: {exc}")
+        try:
+            yield nodes.address
+        finally:
+            nodes.shutdown()
 
 
 def test_ray_probes_each_alive_node_once(tmp_path: Path, cluster: str) -> None:
