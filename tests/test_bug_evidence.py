@@ -135,6 +135,7 @@ def _shipped_step(error_id: str, step_id: str):
     return step
 
 
+@pytest.mark.usefixtures("base_layer")
 def test_cuda_launch_blocking_step_stays_pending_when_the_flag_is_unset(
     kb_project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -161,6 +162,7 @@ def _result(probe: str, status: str, **facts: object) -> ProbeResult:
     return ProbeResult(id=probe, status=ProbeStatus(status), facts=facts)  # type: ignore[arg-type]
 
 
+@pytest.mark.usefixtures("base_layer")
 def test_build_matches_gpu_is_decided_by_the_arch_and_driver_verdicts() -> None:
     step = _shipped_step("cuda-illegal-memory-access", "build-matches-gpu")
     assert step_verdict(step, _result("compat", "pass", arch_ok=True, driver_ok=True)) == StepState.passed
@@ -169,6 +171,7 @@ def test_build_matches_gpu_is_decided_by_the_arch_and_driver_verdicts() -> None:
     assert step_verdict(step, _result("compat", "skip")) == StepState.skipped
 
 
+@pytest.mark.usefixtures("base_layer")
 def test_fresh_process_smoke_and_a_manual_step() -> None:
     smoke = _shipped_step("cuda-illegal-instruction", "fresh-process-smoke")
     assert step_verdict(smoke, _result("cuda-smoke", "pass", steps_passed=4)) == StepState.passed
@@ -180,6 +183,7 @@ def test_fresh_process_smoke_and_a_manual_step() -> None:
     assert parse_check(manual.decided_by) is None
 
 
+@pytest.mark.usefixtures("base_layer")
 def test_no_shipped_step_is_ticked_by_a_bare_pass() -> None:
     """A probe's pass means 'nothing wrong found', not 'this step was done': a step passes on a
     bare pass only when its condition asks for nothing but the probe's status."""
@@ -304,6 +308,7 @@ def test_a_fresh_bug_from_a_real_log_passes_validate_strict(kb_project: Path) ->
         ("dsa-detectors.log", "CUDA device side assert in SpatialClassNLLCriterion.cu:104"),
     ],
 )
+@pytest.mark.usefixtures("base_layer")
 def test_titles_from_real_logs_name_where_it_failed(log: str, title: str) -> None:
     kb = load_kb(find_project(REPO))
     assert draft_from_log(str(LOGS / log), kb).title == title

@@ -16,6 +16,8 @@ from click.testing import CliRunner
 from kbgen.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
+#: these tests read the knowledge shipped in the package
+pytestmark = pytest.mark.usefixtures("base_layer")
 
 DEVICE_ASSERT_THEN_CUBLAS = (
     "epoch 0 step 118 loss 2.31\n"

@@ -36,7 +36,7 @@ FORM_FIELDS: list[tuple[str, str, str | None, str, str]] = [
     (
         "environment",
         "Environment",
-        "environment",
+        "environments",
         "textarea",
         "The output of `kbgen probe --json`, run where the failure happened.",
     ),
@@ -99,6 +99,8 @@ def plan() -> dict[str, str]:
 
     return {
         "kb/bugs/.gitkeep": "",
+        # a write that was killed between its temporary file and the rename can leave one behind
+        "kb/.gitignore": ".*.tmp\n",
         "kb/probes/README.md": read("probes-README.md"),
         "mkdocs.yml": read("mkdocs.yml"),
         "docs/getting-started.md": read("getting-started.md"),

@@ -23,8 +23,8 @@ _TAGS = {
     *("thead", "tr", "u", "ul", "var", "wbr", "article", "section", "aside", "nav", "time"),
     # content tabs and task lists
     *("input", "label"),
-    # emoji and icons from Material's shortcodes
-    *("svg", "path", "g", "circle", "rect", "line", "polyline", "polygon", "ellipse", "title"),
+    # emoji and icons from Material's shortcodes; the dashboard's charts (labels are <text>)
+    *("svg", "path", "g", "circle", "rect", "line", "polyline", "polygon", "ellipse", "title", "text"),
 }
 _EVERYWHERE = {"class", "id", "title", "lang", "dir", "role", "hidden"}
 _ATTRIBUTES = {
@@ -50,6 +50,7 @@ _ATTRIBUTES = {
     "polyline": {"points"},
     "polygon": {"points"},
     "ellipse": {"cx", "cy", "rx", "ry"},
+    "text": {"x", "y", "dx", "dy", "text-anchor", "dominant-baseline"},
 }
 _SCHEMES = {"http", "https", "mailto", "ftp", "ftps"}
 # Only tables' alignment may be styled (Python-Markdown writes ``style="text-align: left;"``).
