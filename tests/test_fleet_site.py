@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-import json
 import os
 import re
 from pathlib import Path
@@ -54,10 +52,16 @@ def test_a_hostile_host_name_is_text_on_the_fleet_pages(tmp_path: Path) -> None:
     assert any("&lt;img src=x onerror=alert(1)&gt;" in page for page in pages)
 
 
-def test_without_nodes_the_fleet_page_says_how_to_probe(tmp_path: Path) -> None:
+def test_without_nodes_there_is_no_fleet_page_and_with_them_it_joins_the_nav(tmp_path: Path) -> None:
     project = make_site_project(tmp_path)
     built = mkdocs_build(project)
     assert built.returncode == 0, built.stderr
-    text = re.sub(r"<[^>]+>", "", (project / "site" / "fleet" / "index.html").read_text())
-    assert "No node has been probed yet" in text and "kbgen fleet probe --slurm" in html.unescape(text)
-    assert json.loads((project / "site" / "search" / "search_index.json").read_text())
+    assert not (project / "site" / "fleet").exists()
+    assert "Fleet" not in (project / "site" / "index.html").read_text()
+    ingest(project, [report("gpu01"), report("gpu02")])
+    built = mkdocs_build(project)  # strict, with a mkdocs.yml that names no Fleet page
+    assert built.returncode == 0, built.stderr
+    home = (project / "site" / "index.html").read_text()
+    assert re.search(r'<a href="fleet/"[^>]*>\s*Fleet\s*</a>', home)
+    node = (project / "site" / "fleet" / "gpu01" / "index.html").read_text()
+    assert "<title>Node gpu01" in node and '<a href="../">Back to the fleet</a>' in node

@@ -137,13 +137,13 @@ def build_pages(project: Path, out: Path, *extra: str) -> tuple[int, str]:
 
 def test_build_pages_writes_only_what_changed(project: Path, tmp_path: Path) -> None:
     out = tmp_path / "pages"
-    # 20 record and index pages, the Fleet page, and the full probe report a bug page links to
-    assert build_pages(project, out) == (0, f"{out}: 22 written, 0 unchanged, 0 removed\n")
-    assert build_pages(project, out) == (0, f"{out}: 0 written, 22 unchanged, 0 removed\n")
+    # 20 record and index pages and the full probe report a bug page links to
+    assert build_pages(project, out) == (0, f"{out}: 21 written, 0 unchanged, 0 removed\n")
+    assert build_pages(project, out) == (0, f"{out}: 0 written, 21 unchanged, 0 removed\n")
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*.md")}
     bug = project / "kb/bugs/BUG-20251020-001.md"
     bug.write_text(bug.read_text().replace("severity: medium", "severity: low"))
-    assert build_pages(project, out) == (0, f"{out}: 4 written, 18 unchanged, 0 removed\n")
+    assert build_pages(project, out) == (0, f"{out}: 4 written, 17 unchanged, 0 removed\n")
     touched = sorted(str(p.relative_to(out)) for p, t in before.items() if p.stat().st_mtime_ns != t)
     assert touched == [
         "bugs/BUG-20251020-001.md",
@@ -153,7 +153,7 @@ def test_build_pages_writes_only_what_changed(project: Path, tmp_path: Path) -> 
     ]
     bug.unlink()
     code, output = build_pages(project, out)
-    assert (code, output) == (0, f"{out}: 8 written, 13 unchanged, 1 removed\n")
+    assert (code, output) == (0, f"{out}: 8 written, 12 unchanged, 1 removed\n")
     assert not (out / "bugs/BUG-20251020-001.md").exists()
 
 

@@ -26,6 +26,7 @@ from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
 from kbgen import clock, layers, mdsafe, pages, render
+from kbgen.fleet.pages import FLEET
 from kbgen.errors import KbgenError
 from kbgen.sitedata import ERRORS
 from kbgen.store import Project, find_project
@@ -154,7 +155,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def _file(self, config: MkDocsConfig, page: pages.Page, docs: Path) -> File:
         # Record pages stay out of the sidebar: a nav listing every bug makes each page carry it.
-        level = InclusionLevel.NOT_IN_NAV if page.source else InclusionLevel.UNDEFINED
+        # The Fleet page joins the nav in on_nav (no mkdocs.yml has to name it); its nodes never.
+        outside = page.source or page.kind == "fleet"
+        level = InclusionLevel.NOT_IN_NAV if outside else InclusionLevel.UNDEFINED
         if self.pages_dir is not None:
             file = File.generated(
                 config, page.uri, abs_src_path=str(self.pages_dir / page.uri), inclusion=level
@@ -172,13 +175,18 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
         section = _section_of(nav.items, ERRORS) if self.config.nav_errors else None
-        if section is None:
+        fleet = files.get_file_from_path(FLEET)
+        fleet_page = fleet.page if fleet is not None else None
+        add_fleet = fleet_page is not None and fleet_page not in _pages_in(nav.items)
+        if section is None and not add_fleet:
             return nav
-        for uri in self.error_uris:
+        for uri in self.error_uris if section is not None else []:
             file = files.get_file_from_path(uri)
             if file is not None and file.page is not None:
                 file.page.parent = section
-                section.children.append(file.page)
+                section.children.append(file.page)  # type: ignore[union-attr]
+        if add_fleet:
+            nav.items.append(fleet_page)
         ordered = list(_pages_in(nav.items))
         for before, after in zip([None, *ordered], [*ordered, None], strict=True):
             if before is not None:

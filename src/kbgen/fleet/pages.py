@@ -78,6 +78,8 @@ def age(when: dt.datetime | None, today: dt.date) -> str:
 def plan(site: SiteData) -> Iterable[tuple[str, str, Any, tuple[Any, ...], str]]:
     """(uri, title, render function, arguments, digest of the content) for every Fleet page."""
     records, problems = load_nodes(site.kb.project)
+    if not records and not problems:
+        return  # a project without a fleet gets no Fleet page
     hosts = bugs_by_host(site)
     nodes = [FleetNode(v, node_uri(v.host), hosts.get(v.host, [])) for v in node_views(records)]
     digest = hashlib.sha256(
