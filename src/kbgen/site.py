@@ -26,8 +26,8 @@ from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
 from kbgen import clock, layers, mdsafe, pages, render
-from kbgen.fleet.pages import FLEET
 from kbgen.errors import KbgenError
+from kbgen.fleet.pages import FLEET
 from kbgen.sitedata import ERRORS
 from kbgen.store import Project, find_project
 
