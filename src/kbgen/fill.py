@@ -5,7 +5,7 @@ How results map onto a bug:
 - ``environments`` holds one entry per machine (host and interpreter). A fill on a machine the bug
   already knows updates that entry; on a new machine it adds one. The first entry is the failing
   machine; ``primary=True`` moves this machine to the front. An entry keeps the key facts
-  (models.KEY_FACTS, never a null) and its own findings; the full report is written beside the bug
+  (keyfacts.KEY_FACTS, never a null) and its own findings; the full report is written beside the bug
   as ``kb/bugs/<BUG-ID>/env-<host>-<tag>.json`` and named in ``report``.
 - findings: this run's replace the same probe's older ones of *this* machine; other machines'
   findings are never touched.
@@ -35,8 +35,8 @@ from kbgen.bugedit import save_bug
 from kbgen.bugs import steps_from
 from kbgen.checks import parse_check
 from kbgen.errors import ConflictError, ProbeError
+from kbgen.keyfacts import KEY_FACT_KEYS
 from kbgen.models import (
-    KEY_FACT_KEYS,
     Bug,
     Environment,
     Event,

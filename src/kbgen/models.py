@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
+from kbgen.keyfacts import KEY_FACT_KEYS
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$"
 BUG_ID_RE = r"^BUG-([0-9]{8})-([0-9]{3,})$"  # [0-9], not \d: other scripts' digits are no id
@@ -229,29 +230,6 @@ class ProbeMeta(Strict):
 
 
 FactValue = str | int | float | bool
-
-#: the facts a bug keeps in its frontmatter, per machine: (label, ``<probe>.<fact>``). The full
-#: probe report lies beside the bug as JSON.
-KEY_FACTS: list[tuple[str, str]] = [
-    ("OS", "system.os"),
-    ("WSL", "system.wsl"),
-    ("Kernel", "system.kernel"),
-    ("Container", "system.container"),
-    ("Python", "system.python"),
-    ("GPU", "gpu.name"),
-    ("Compute capability", "gpu.capability"),
-    ("GPU memory (MB)", "gpu.memory_total_mb"),
-    ("Driver", "gpu.driver"),
-    ("CUDA supported by the driver", "gpu.driver_cuda"),
-    ("PyTorch", "torch-build.version"),
-    ("CUDA of the torch build", "torch-build.cuda"),
-    ("cuDNN", "torch-build.cudnn"),
-    ("CUDA available to torch", "torch-build.cuda_available"),
-    ("CPU", "cpu.model"),
-    ("CPU instruction sets torch uses", "cpu.capability"),
-    ("CPU flags verdict", "cpu.verdict"),
-]
-KEY_FACT_KEYS = frozenset(key for _, key in KEY_FACTS)
 
 
 class Finding(Strict):

@@ -13,11 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbgen.keyfacts import KEY_FACT_KEYS, KEY_FACTS
 from kbgen.models import (
     CLOSED_STATUSES,
     FOLDERS,
-    KEY_FACT_KEYS,
-    KEY_FACTS,
     Bug,
     ErrorType,
     Fix,
