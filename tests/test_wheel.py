@@ -114,15 +114,17 @@ def test_run_files_a_filled_bug_and_a_second_init_changes_nothing(user: tuple[Pa
     code = f"raise RuntimeError({IMA!r})"
     plain = kbgen(user, "run", "--", "python", "-c", code)
     assert plain.returncode == 1 and "looks like cuda-illegal-memory-access" in plain.stderr
-    before = set((repo / "kb" / "bugs").glob("BUG-*"))
+    before = set((repo / "kb" / "bugs").glob("BUG-*.md"))
     filed = kbgen(user, "run", "--file-bug", "--", "python", "-c", code)
     assert filed.returncode == 1, filed.stderr
-    (new,) = set((repo / "kb" / "bugs").glob("BUG-*")) - before
+    (new,) = set((repo / "kb" / "bugs").glob("BUG-*.md")) - before
     data = yaml.safe_load(new.read_text().split("---")[1])
     assert data["error"] == "cuda-illegal-memory-access"
-    assert "system.os" in data["environment"]["values"]
+    [machine] = data["environments"]
+    assert "system.os" in machine["facts"]
     venv_python = Path(user[1]["PATH"].split(os.pathsep)[0]) / "python"
-    assert data["environment"]["python"].endswith(f"({venv_python})")  # probed in the command's Python
+    assert machine["python"].endswith(f"({venv_python})")  # probed in the command's Python
+    assert (repo / "kb" / "bugs" / machine["report"]).is_file()  # the full report beside the bug
     files = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
     again = kbgen(user, "init")
     assert again.returncode == 0 and again.stdout == "Nothing to do: every file is in place.\n"
