@@ -40,38 +40,42 @@ def bug_text(n: int) -> str:
         f"    state: {'passed' if k < 2 else 'pending'}\n    evidence: capability 8.6 is in the arch list"
         for k in range(4)
     )
+    status = ["open", "investigating", "fixed", "confirmed"][n % 4]
+    # a closed bug says why, as kbgen status --cause --fix records it
+    closing = (
+        f"confirmed_causes: [cause-{i}]\nfixes_tried:\n  - fix: fix-{i}\n    outcome: worked"
+        if status == "fixed"
+        else f"fixes_tried:\n  - fix: fix-{i}\n    outcome: failed\n    note: it came back one step later"
+    )
     return f"""---
 id: BUG-{day:%Y%m%d}-{n % 9 + 1:03d}
 title: Illegal memory access in the loss, run {n}
 created: {day}T09:00:00+00:00
 updated: {day}T10:00:00+00:00
-status: {["open", "investigating", "fixed", "confirmed"][n % 4]}
+status: {status}
 severity: {["low", "medium", "high", "critical"][n % 4]}
 error: error-{i}
 suspected_causes: [cause-{i}]
-fixes_tried:
-  - fix: fix-{i}
-    outcome: failed
-    note: the error came back one step later
+{closing}
 message: |
   Traceback (most recent call last):
     File "ocr/models/loss/bce_loss.py", line 31, in forward
       positive_count = int(positive.sum().item())
   torch.AcceleratorError: CUDA error: an illegal memory access was encountered (run {n})
-environment:
-  collected_at: {day}T09:30:00+00:00
-  host: trainbox-{n % 5}
-  python: 3.10.12
-  values:
-    system.os: Ubuntu 22.04.5 LTS
-    torch-build.version: 2.8.0+cu128
-    gpu.name: NVIDIA GeForce RTX 3060
-    gpu.capability: '8.6'
-    gpu.driver: '581.57'
-findings:
-  - probe: gpu
-    status: {"pass" if n % 3 else "fail"}
-    message: RTX 3060, sm_86
+environments:
+  - host: trainbox-{n % 5}
+    python: 3.10.12
+    collected_at: {day}T09:30:00+00:00
+    facts:
+      system.os: Ubuntu 22.04.5 LTS
+      torch-build.version: 2.8.0+cu128
+      gpu.name: NVIDIA GeForce RTX 3060
+      gpu.capability: '8.6'
+      gpu.driver: '581.57'
+    findings:
+      - probe: gpu
+        status: {"pass" if n % 3 else "fail"}
+        message: RTX 3060, sm_86
 progress:
 {steps}
 tags: [loss, bench-{i}]
