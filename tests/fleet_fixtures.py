@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 GPU_FACTS: dict[str, Any] = {
@@ -48,3 +53,34 @@ def report(host: str, *, when: str = "2026-11-20T10:00:00+00:00", **overrides: d
 
 def dumps(data: dict) -> str:
     return json.dumps(data, indent=2)
+
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+#: an interpreter without kbgen (and without torch), standing for a bare node
+BARE_PYTHON = "/usr/bin/python3"
+
+
+def kbgen(
+    root: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300
+) -> CompletedProcess[str]:
+    """``kbgen ARGS`` run as a user runs it, in ``root``, with this checkout's kbgen."""
+    env = {**(env if env is not None else os.environ), "PYTHONPATH": str(SRC)}
+    argv = [sys.executable, "-m", "kbgen", *args]
+    return subprocess.run(
+        argv, cwd=root, capture_output=True, text=True, timeout=timeout, env=env, check=False
+    )
+
+
+def node_file(root: Path, node: str) -> dict:
+    """What kb/fleet/ holds for ``node``."""
+    return json.loads((root / "kb" / "fleet" / f"{node}.json").read_text())
+
+
+def bare_python() -> str:
+    """BARE_PYTHON, or skip the test where it is missing or can import kbgen."""
+    import pytest
+
+    found = Path(BARE_PYTHON).exists()
+    if not found or subprocess.run([BARE_PYTHON, "-c", "import kbgen"], capture_output=True).returncode == 0:
+        pytest.skip(f"needs {BARE_PYTHON} without kbgen, to stand for a bare node")
+    return BARE_PYTHON

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import base_kb_files, write_tree
+from fleet_fixtures import SRC, kbgen
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kbgen[ray]')")
 pytestmark = pytest.mark.slow
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture(scope="module")
@@ -39,78 +38,29 @@ def cluster() -> Iterator[str]:
             nodes.shutdown()
 
 
-def test_ray_probes_each_alive_node_once(tmp_path: Path, cluster: str) -> None:
-    write_tree(tmp_path, base_kb_files())
-    command = f"{sys.executable} -m kbgen probe --json system"
-    env = {**os.environ, "PYTHONPATH": str(SRC), "RAY_ADDRESS": cluster}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kbgen",
-            "fleet",
-            "probe",
-            "--ray",
-            cluster,
-            "--command",
-            command,
-            "--json",
-            "--timeout",
-            "240",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
+def probe_fleet(root: Path, cluster: str, *extra: str) -> list[dict]:
+    """`kbgen fleet probe --ray` in a fresh project; every node must answer."""
+    write_tree(root, base_kb_files())
+    done = kbgen(root, "fleet", "probe", "--ray", cluster, "--json", "--timeout", "240", *extra)
     assert done.returncode == 0, done.stderr[-2000:]
-    attempts = json.loads(done.stdout)
+    attempts: list[dict] = json.loads(done.stdout)
     assert len(attempts) == 3 and {a["status"] for a in attempts} == {"ok"}
+    return attempts
+
+
+def test_ray_probes_each_alive_node_once(tmp_path: Path, cluster: str) -> None:
+    probe_fleet(tmp_path, cluster, "--command", f"{sys.executable} -m kbgen probe --json system")
     files = sorted((tmp_path / "kb" / "fleet").glob("*.json"))
     assert len(files) == 3, "three nodes on one host get a file each"
     for path in files:
         node = json.loads(path.read_text())
         assert node["engine"] == "ray" and node["report"]["results"][0]["id"] == "system"
-    shown = subprocess.run(
-        [sys.executable, "-m", "kbgen", "fleet", "show", "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=True,
-    )
+    shown = kbgen(tmp_path, "fleet", "show", "--json", timeout=60)
     assert [n["drift"] for n in json.loads(shown.stdout)["nodes"]] == [[], [], []]
 
 
 def test_ray_ship_runs_the_probes_in_each_nodes_own_python(tmp_path: Path, cluster: str) -> None:
-    write_tree(tmp_path, base_kb_files())
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kbgen",
-            "fleet",
-            "probe",
-            "--ray",
-            cluster,
-            "--ship",
-            "--json",
-            "--timeout",
-            "240",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert {a["status"] for a in json.loads(done.stdout)} == {"ok"}
+    probe_fleet(tmp_path, cluster, "--ship")
     for path in (tmp_path / "kb" / "fleet").glob("*.json"):
         results = {r["id"]: r["status"] for r in json.loads(path.read_text())["report"]["results"]}
         assert results["system"] == "pass" and "torch-build" in results

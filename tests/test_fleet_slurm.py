@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import base_kb_files, write_tree
+from fleet_fixtures import bare_python, kbgen, node_file
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [
@@ -39,38 +40,24 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         subprocess.run(["sh", script, "stop", str(folder)], timeout=30, check=False)
 
 
-def fleet_probe(root: Path, env: dict[str, str], command: str) -> subprocess.CompletedProcess[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "kbgen",
-        "fleet",
-        "probe",
-        "--slurm",
-        "-N 1 --time=5",
-        "--command",
-        command,
-        "--json",
-        "--timeout",
-        "120",
-    ]
-    return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=180, env=env, check=False)
+def fleet_probe(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    write_tree(root, base_kb_files())
+    return kbgen(
+        root, "fleet", "probe", "--slurm", "-N 1 --time=5", *args, "--json", "--timeout", "120", env=env
+    )
 
 
 def test_slurm_runs_one_task_per_node_and_stores_its_report(tmp_path: Path, slurm: dict[str, str]) -> None:
-    write_tree(tmp_path, base_kb_files())
-    done = fleet_probe(tmp_path, slurm, f"{sys.executable} -m kbgen probe --json system")
+    done = fleet_probe(tmp_path, slurm, "--command", f"{sys.executable} -m kbgen probe --json system")
     assert done.returncode == 0, done.stderr[-2000:]
     [attempt] = json.loads(done.stdout)
-    node = attempt["node"]
-    assert attempt["status"] == "ok" and node
-    stored = json.loads((tmp_path / "kb" / "fleet" / f"{node}.json").read_text())
+    assert attempt["status"] == "ok" and attempt["node"]
+    stored = node_file(tmp_path, attempt["node"])
     assert stored["engine"] == "slurm" and stored["report"]["results"][0]["id"] == "system"
 
 
 def test_a_node_whose_command_fails_is_a_result(tmp_path: Path, slurm: dict[str, str]) -> None:
-    write_tree(tmp_path, base_kb_files())
-    done = fleet_probe(tmp_path, slurm, "echo 'no kbgen on this node' >&2; exit 3")
+    done = fleet_probe(tmp_path, slurm, "--command", "echo 'no kbgen on this node' >&2; exit 3")
     assert done.returncode == 1
     [attempt] = json.loads(done.stdout)
     assert attempt["status"] == "failed" and attempt["error"].startswith("exit 3")
@@ -78,49 +65,16 @@ def test_a_node_whose_command_fails_is_a_result(tmp_path: Path, slurm: dict[str,
 
 def test_slurm_refusing_the_job_is_one_clear_error(tmp_path: Path, slurm: dict[str, str]) -> None:
     write_tree(tmp_path, base_kb_files())
-    argv = [
-        sys.executable,
-        "-m",
-        "kbgen",
-        "fleet",
-        "probe",
-        "--slurm",
-        "-p no-such-partition",
-        "--timeout",
-        "60",
-    ]
-    done = subprocess.run(
-        argv, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=slurm, check=False
-    )
+    done = kbgen(tmp_path, "fleet", "probe", "--slurm", "-p no-such-partition", "--timeout", "60", env=slurm)
     assert done.returncode == 1 and done.stderr.startswith("Error: srun ran no task")
     assert "Traceback" not in done.stderr
 
 
 def test_ship_runs_the_probes_on_a_node_without_kbgen(tmp_path: Path, slurm: dict[str, str]) -> None:
-    bare = "/usr/bin/python3"
-    if not Path(bare).exists() or subprocess.run([bare, "-c", "import kbgen"], check=False).returncode == 0:
-        pytest.skip(f"needs {bare} without kbgen, to stand for a bare node")
-    write_tree(tmp_path, base_kb_files())
-    argv = [
-        sys.executable,
-        "-m",
-        "kbgen",
-        "fleet",
-        "probe",
-        "--slurm",
-        "-N 1 --time=5",
-        "--ship",
-        "--python",
-        bare,
-        "--json",
-        "--timeout",
-        "120",
-    ]
-    done = subprocess.run(
-        argv, cwd=tmp_path, capture_output=True, text=True, timeout=180, env=slurm, check=False
-    )
+    bare = bare_python()
+    done = fleet_probe(tmp_path, slurm, "--ship", "--python", bare)
     assert done.returncode == 0, done.stdout + done.stderr
     [attempt] = json.loads(done.stdout)
-    report = json.loads((tmp_path / "kb" / "fleet" / f"{attempt['node']}.json").read_text())["report"]
+    report = node_file(tmp_path, attempt["node"])["report"]
     assert report["python"]["executable"] == bare
     assert {r["id"]: r["status"] for r in report["results"]}["system"] == "pass"

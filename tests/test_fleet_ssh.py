@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import base_kb_files, write_tree
+from fleet_fixtures import SRC, bare_python, kbgen, node_file
 
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
 pytestmark = [
@@ -74,32 +74,14 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str | i
 
 def remote_command(host: str) -> str:
     """What each node runs: this checkout's kbgen, the quick system probe, the node's own name."""
-    src = Path(__file__).resolve().parents[1] / "src"
-    return f"env PYTHONPATH={src} KBGEN_HOSTNAME={host} {sys.executable} -m kbgen probe --json system"
+    return f"env PYTHONPATH={SRC} KBGEN_HOSTNAME={host} {sys.executable} -m kbgen probe --json system"
 
 
-def fleet_probe(root: Path, sshd: dict, hosts: str, command: str) -> subprocess.CompletedProcess[str]:
+def fleet_probe(root: Path, sshd: dict, hosts: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kbgen fleet probe --hosts` with the test's key and known_hosts."""
     (root / "nodes.txt").write_text(hosts)
-    argv = [
-        sys.executable,
-        "-m",
-        "kbgen",
-        "fleet",
-        "probe",
-        "--hosts",
-        "nodes.txt",
-        "--json",
-        "--timeout",
-        "60",
-        "--identity",
-        str(sshd["identity"]),
-        "--known-hosts",
-        str(sshd["known_hosts"]),
-        "--command",
-        command,
-    ]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    return subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=180, env=env, check=False)
+    keys = ("--identity", str(sshd["identity"]), "--known-hosts", str(sshd["known_hosts"]))
+    return kbgen(root, "fleet", "probe", "--hosts", "nodes.txt", "--json", "--timeout", "120", *keys, *args)
 
 
 def test_ssh_probes_every_host_and_records_the_unreachable_one(tmp_path: Path, sshd: dict) -> None:
@@ -109,65 +91,37 @@ def test_ssh_probes_every_host_and_records_the_unreachable_one(tmp_path: Path, s
         f"# two names for one sshd, and a port nobody listens on\n127.0.0.1:{port} node-a\n"
         f"root@127.0.0.1:{port} node-b\n127.0.0.1:{closed} node-down\n"
     )
-    done = fleet_probe(tmp_path, sshd, hosts, remote_command("node-x"))
+    done = fleet_probe(tmp_path, sshd, hosts, "--command", remote_command("node-x"))
     assert done.returncode == 1, done.stderr
     attempts = {a["node"]: a for a in json.loads(done.stdout)}
     assert attempts["node-a"]["status"] == "ok" and attempts["node-b"]["status"] == "ok"
     assert attempts["node-down"]["status"] == "unreachable"
-    node_a = json.loads((tmp_path / "kb" / "fleet" / "node-a.json").read_text())
+    node_a = node_file(tmp_path, "node-a")
     assert node_a["report"]["host"] == "node-x"
     assert any(r["id"] == "system" and r["status"] == "pass" for r in node_a["report"]["results"])
-    down = json.loads((tmp_path / "kb" / "fleet" / "node-down.json").read_text())
+    down = node_file(tmp_path, "node-down")
     assert "report" not in down and down["last_attempt"]["status"] == "unreachable"
 
 
 def test_a_rerun_that_fails_keeps_the_last_good_report(tmp_path: Path, sshd: dict) -> None:
     write_tree(tmp_path, base_kb_files())
     hosts = f"127.0.0.1:{sshd['port']} node-a\n"
-    assert fleet_probe(tmp_path, sshd, hosts, remote_command("node-a")).returncode == 0
-    failed = fleet_probe(tmp_path, sshd, hosts, "echo 'kbgen: command not found' >&2; exit 127")
+    assert fleet_probe(tmp_path, sshd, hosts, "--command", remote_command("node-a")).returncode == 0
+    failed = fleet_probe(tmp_path, sshd, hosts, "--command", "echo 'kbgen: command not found' >&2; exit 127")
     assert failed.returncode == 1
     attempt = json.loads(failed.stdout)[0]
     assert attempt["status"] == "failed" and "exit 127: kbgen: command not found" in attempt["error"]
-    node = json.loads((tmp_path / "kb" / "fleet" / "node-a.json").read_text())
+    node = node_file(tmp_path, "node-a")
     assert node["report"]["host"] == "node-a" and node["last_attempt"]["status"] == "failed"
 
 
-BARE_PYTHON = "/usr/bin/python3"
-
-
 def test_ship_probes_a_node_whose_python_has_no_kbgen(tmp_path: Path, sshd: dict) -> None:
-    bare = subprocess.run([BARE_PYTHON, "-c", "import kbgen"], capture_output=True, check=False)
-    if not Path(BARE_PYTHON).exists() or bare.returncode == 0:
-        pytest.skip(f"needs {BARE_PYTHON} without kbgen, to stand for a bare node")
+    bare = bare_python()
     write_tree(tmp_path, base_kb_files())
-    (tmp_path / "nodes.txt").write_text(f"127.0.0.1:{sshd['port']} bare-node\n")
-    argv = [
-        sys.executable,
-        "-m",
-        "kbgen",
-        "fleet",
-        "probe",
-        "--hosts",
-        "nodes.txt",
-        "--ship",
-        "--python",
-        BARE_PYTHON,
-        "--json",
-        "--timeout",
-        "120",
-        "--identity",
-        str(sshd["identity"]),
-        "--known-hosts",
-        str(sshd["known_hosts"]),
-    ]
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    done = subprocess.run(
-        argv, cwd=tmp_path, capture_output=True, text=True, timeout=240, env=env, check=False
-    )
+    done = fleet_probe(tmp_path, sshd, f"127.0.0.1:{sshd['port']} bare-node\n", "--ship", "--python", bare)
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads((tmp_path / "kb" / "fleet" / "bare-node.json").read_text())["report"]
-    assert report["python"]["executable"] == BARE_PYTHON
+    report = node_file(tmp_path, "bare-node")["report"]
+    assert report["python"]["executable"] == bare
     results = {r["id"]: r for r in report["results"]}
     assert results["system"]["status"] == "pass" and results["cpu"]["status"] == "pass"
     assert results["torch-build"]["status"] == "skip"  # no torch on that interpreter: a result, not an abort
