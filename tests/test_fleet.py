@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,14 @@ def test_a_node_running_another_container_image_drifts(kb_project: Path) -> None
     assert [(d["fact"], d["value"], d["majority"]) for d in drift["c"]] == [
         ("container", "nvcr.io/nvidia/pytorch:23.10", image)
     ]
+
+
+def test_a_fifo_or_a_huge_file_is_refused_without_reading_it(kb_project: Path) -> None:
+    os.mkfifo(kb_project / "pipe.json")  # reading it would wait for a writer forever
+    code, out = invoke("fleet", "ingest", "pipe.json")
+    assert code == 1 and "pipe.json: a named pipe (FIFO), not a regular file" in out
+    with (kb_project / "huge.json").open("wb") as handle:
+        handle.truncate(9_000_000)
+    code, out = invoke("fleet", "ingest", "huge.json")
+    assert code == 1 and "huge.json: a probe report is 9,000,000 bytes; kbgen reads at most 8,388,608" in out
+    assert not (kb_project / "kb" / "fleet").exists()

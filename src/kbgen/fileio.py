@@ -82,10 +82,11 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_ENTRY_BYTES, wha
     fd, info = _open_regular(path)
     try:
         if info.st_size > limit:
-            raise Unreadable(
-                f"{what} is {info.st_size:,} bytes; entries are limited to {limit:,} "
-                "(move long logs into an attachment)"
-            )
+            if limit == MAX_ENTRY_BYTES:  # a record: say what to do with the bulk of it
+                why = f"entries are limited to {limit:,} (move long logs into an attachment)"
+            else:
+                why = f"kbgen reads at most {limit:,} here"
+            raise Unreadable(f"{what} is {info.st_size:,} bytes; {why}")
         return _read_fd(fd, limit, what)
     finally:
         os.close(fd)

@@ -44,7 +44,3 @@ def base_rel(path: Path) -> str | None:
     except ValueError:
         return None
     return f"{BASE_LABEL}/{rel.as_posix()}"
-
-
-def layer_of(path: Path) -> str:
-    return BASE if base_rel(path) is not None else PROJECT

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from kbgen.cli.common import project_of
+from kbgen.cli.common import one_line, project_of
 
 if TYPE_CHECKING:
     from kbgen.fleet.engines import Task
@@ -189,14 +188,6 @@ def show(ctx: click.Context, as_json: bool, fail_on: str) -> None:
         ctx.exit(1)
 
 
-#: terminal control characters a host name or fact from a node must not bring to the screen
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def clean(text: str) -> str:
-    return _CONTROL.sub("?", text)
-
-
 _COLUMNS = ("driver", "cuda_runtime", "torch", "cudnn", "gpu", "gpu_count", "kernel")
 
 
@@ -210,11 +201,11 @@ def _table(views: list[NodeView]) -> str:
         cells = [f"{view.facts.get(c, '-')}{' *' if c in marked else ''}" for c in _COLUMNS]
         notes = "; ".join(f"{d.fact}: {d.reason}" for d in view.drift) or ""
         rows.append((view.host, view.status, *cells, notes))
-    widths = [max(len(clean(str(r[i]))) for r in rows) for i in range(len(header) - 1)]
+    widths = [max(len(one_line(str(r[i]))) for r in rows) for i in range(len(header) - 1)]
     lines = [
-        "  ".join(clean(str(c)).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
+        "  ".join(one_line(str(c)).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
         + "  "
-        + clean(str(r[-1]))
+        + one_line(str(r[-1]))
         for r in rows
     ]
     drifting = sum(1 for v in views if v.drift)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,24 +46,12 @@ def node_uri(host: str) -> str:
 
 
 def bugs_by_host(site: SiteData) -> dict[str, list[str]]:
-    """Bug ids by the host their environment was collected on (any environment of the bug)."""
+    """Bug ids by the host any of their environments was collected on."""
     found: dict[str, list[str]] = {}
     for bug in sorted(site.bugs.values(), key=lambda b: b.id):
-        for host in sorted(_hosts(bug.model_dump(mode="json"))):
+        for host in sorted({env.host for env in bug.environments}):
             found.setdefault(host, []).append(bug.id)
     return found
-
-
-def _hosts(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        if isinstance(value.get("host"), str):
-            yield value["host"]
-        for key, item in value.items():
-            if key != "host":
-                yield from _hosts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _hosts(item)
 
 
 def age(when: dt.datetime | None, today: dt.date) -> str:

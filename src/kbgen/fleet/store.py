@@ -7,13 +7,13 @@ whose kbgen is older (or from any engine) cannot bring a secret into the KB.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from kbgen import fileio
 from kbgen.errors import KbgenError, relpath
 from kbgen.fleet.facts import key_facts
 from kbgen.fleet.model import HISTORY_LIMIT, HistoryItem, NodeAttempt, NodeHead, NodeRecord
@@ -66,19 +66,13 @@ def parse_report(text: str, origin: str) -> ProbeReport:
 
 
 def read_limited(path: Path, limit: int, what: str) -> bytes:
-    """A regular file's bytes; a KbgenError when it is not one or is larger than ``limit``."""
+    """A regular file's bytes (never a FIFO or device, never more than ``limit``), or a KbgenError."""
     try:
-        if not path.is_file():
-            raise KbgenError(f"{relpath(path)}: not a regular file")
-        with path.open("rb") as handle:
-            # fstat first: read(limit + 1) would allocate the whole bound for every file
-            size = os.fstat(handle.fileno()).st_size
-            data = handle.read(min(size, limit) + 1)
+        return fileio.read_limited(path, limit, what)
+    except fileio.Unreadable as exc:
+        raise KbgenError(f"{relpath(path)}: {exc.message}") from None
     except OSError as exc:
         raise KbgenError(f"{relpath(path)}: cannot read: {exc.strerror}") from None
-    if len(data) > limit:
-        raise KbgenError(f"{relpath(path)}: larger than {limit // (1024 * 1024)} MiB; not {what}")
-    return data
 
 
 def read_node(path: Path, model: type[NodeHead] = NodeRecord) -> NodeHead:
