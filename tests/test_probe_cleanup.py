@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ orphan = subprocess.Popen([sys.executable, "-c", (
     "import os, sys, time\\n"
     "if os.fork() == 0:\\n"
     "    os.setsid()\\n"
-    "    open(sys.argv[1], 'w').write(str(os.getpid()))\\n"
+    "    open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\\n"
+    "    os.rename(sys.argv[1] + '.tmp', sys.argv[1])\\n"
     "    time.sleep(600)\\n"
 ), {orphan_file!r}])
 orphan.wait()
@@ -56,12 +58,30 @@ def hiding_probe(project: Path, probe_id: str = "hides", timeout: float = 120) -
     return pid_file
 
 
-def wait_for(path: Path, limit: float = 60) -> list[int]:
+def wait_for(path: Path, kbgen: subprocess.Popen | None = None, limit: float = 60) -> list[int]:
+    """The pids the hiding probe wrote; fails with kbgen's own words if it finished first."""
     deadline = time.monotonic() + limit
     while not path.exists():
+        if kbgen is not None and kbgen.poll() is not None:
+            out, err = kbgen.communicate()
+            pytest.fail(f"kbgen exited {kbgen.returncode} before the probe wrote {path.name}:\n{out}{err}")
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.05)
     return [int(pid) for pid in path.read_text().split()]
+
+
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen]]:
+    """The kbgen processes a test starts; any still running at the end are killed and reaped."""
+    processes: list[subprocess.Popen] = []
+    yield processes
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a leftover child still holds its pipes: the test has failed already
+            pass
 
 
 def alive(pid: int) -> bool:
@@ -96,13 +116,14 @@ def gone_within(pids: list[int], seconds: float) -> list[int]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stopped_kbgen_stops_every_worker_and_removes_its_folders(
-    kb_project: Path, tmpdir_env: dict[str, str], signum: signal.Signals
+    kb_project: Path, tmpdir_env: dict[str, str], signum: signal.Signals, started: list[subprocess.Popen]
 ) -> None:
     pid_file = hiding_probe(kb_project)
     kbgen = subprocess.Popen(
         [*KBGEN, "probe", "hides"], env=tmpdir_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    probe_pids = wait_for(pid_file)
+    started.append(kbgen)
+    probe_pids = wait_for(pid_file, kbgen)
     workers = workers_of(tmpdir_env["TMPDIR"])
     assert workers  # the hanging probe's worker (and the torch worker, started early)
     kbgen.send_signal(signum)
@@ -115,12 +136,15 @@ def test_a_stopped_kbgen_stops_every_worker_and_removes_its_folders(
     assert list(Path(tmpdir_env["TMPDIR"]).iterdir()) == []  # no kbgen-probe-* left
 
 
-def test_workers_exit_when_kbgen_is_killed(kb_project: Path, tmpdir_env: dict[str, str]) -> None:
+def test_workers_exit_when_kbgen_is_killed(
+    kb_project: Path, tmpdir_env: dict[str, str], started: list[subprocess.Popen]
+) -> None:
     pid_file = hiding_probe(kb_project)
     kbgen = subprocess.Popen(
-        [*KBGEN, "probe", "hides"], env=tmpdir_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*KBGEN, "probe", "hides"], env=tmpdir_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    probe_pids = wait_for(pid_file)
+    started.append(kbgen)
+    probe_pids = wait_for(pid_file, kbgen)
     workers = workers_of(tmpdir_env["TMPDIR"])
     kbgen.kill()
     kbgen.wait(timeout=30)
@@ -144,7 +168,7 @@ def report_of(project: Path, env: dict[str, str], *args: str) -> dict:
 def test_a_timed_out_probe_takes_children_that_left_its_group_with_it(
     kb_project: Path, tmpdir_env: dict[str, str]
 ) -> None:
-    pid_file = hiding_probe(kb_project, timeout=5)
+    pid_file = hiding_probe(kb_project, timeout=10)  # room for a busy machine to start it
     (kb_project / "kb" / "probes" / "after.py").write_text(probe_file("after", PASS))
     results = report_of(kb_project, tmpdir_env, "hides", "after")
     assert results["hides"]["status"] == "timeout"
