@@ -146,7 +146,7 @@ def bench_builds(root: Path, repeat: int) -> None:
 
 
 def bench_in_process(root: Path) -> None:
-    from kbgen import pages, render
+    from kbgen.site import pages, render
     from kbgen.store import Project, load_kb
 
     project = Project(root)

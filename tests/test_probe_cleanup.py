@@ -3,6 +3,7 @@ child with setsid(), deletes folders or allocates without bound. Real kbgen proc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -78,10 +79,9 @@ def started() -> Iterator[list[subprocess.Popen]]:
     for process in processes:
         if process.poll() is None:
             process.kill()
-        try:
+        # a leftover child that still holds the pipes means the test has failed already
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:  # a leftover child still holds its pipes: the test has failed already
-            pass
 
 
 def alive(pid: int) -> bool:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kbgen import charts, pagetext
-from kbgen.sitedata import SiteData
+from kbgen.site import charts
+from kbgen.site import text as pagetext
+from kbgen.site.data import SiteData
 from kbgen.store import Project, load_kb
 from site_kb import make_site_project
 

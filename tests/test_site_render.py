@@ -13,9 +13,9 @@ from pathlib import Path
 import markdown
 import pytest
 
-from kbgen import pages, render
-from kbgen.render import TemplateError
-from kbgen.sitedata import ProbeInfo, SiteData
+from kbgen.site import pages, render
+from kbgen.site.data import ProbeInfo, SiteData
+from kbgen.site.render import TemplateError
 from kbgen.store import Project, load_kb
 from site_kb import make_site_project, write_files
 

@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbgen import mdsafe
 from kbgen.cli import cli
-from kbgen.sanitize import clean_html
+from kbgen.site import mdsafe
+from kbgen.site.sanitize import clean_html
 from site_kb import REPO, make_site_project, mkdocs_build, site_kb_files
 
 # The four holes mdsafe had, each as a whole record body, plus the usual suspects.

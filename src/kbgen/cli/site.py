@@ -112,8 +112,9 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     Example:
       kbgen build-pages build/pages    # then point docs_dir at build/pages
     """
-    from kbgen import clock, pages, pagesout, render
+    from kbgen import clock
     from kbgen.errors import KbgenError
+    from kbgen.site import output, pages, render
 
     project = project_of(ctx)
     options = pages.site_options(project.root / "mkdocs.yml")
@@ -123,7 +124,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
             f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
             hint="write them to another folder, e.g. build/pages",
         )
-    pagesout.refuse_unsafe_out(out, project.kb, project.template_dirs, docs)
+    output.refuse_unsafe_out(out, project.kb, project.template_dirs, docs)
     site, warnings = pages.load_site(project, today=clock.now().date(), stale_days=options.stale_days)
     for problem in warnings:
         click.echo(f"warning: {problem.format()}", err=True)
@@ -131,8 +132,8 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     files = {page.uri: page.text.encode("utf-8") for page in pages.generate(site, env)}
     files.update({uri: path.read_bytes() for uri, path in pages.report_files(project).items()})
     if not pages_only:
-        files = {**pages.asset_files(), **pages.folder_files(docs), **files}
-    report = pages.write_pages(files, out)
+        files = {**pages.asset_files(), **output.folder_files(docs), **files}
+    report = output.write_pages(files, out)
     click.echo(
         f"{out}: {len(report.written)} written, {report.unchanged} unchanged, {len(report.removed)} removed"
     )

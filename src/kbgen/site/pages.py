@@ -18,10 +18,10 @@ from typing import Any
 import jinja2
 import yaml
 
-from kbgen import render
+from kbgen.site import render
 from kbgen.errors import EntryError, KbgenError, Problem
-from kbgen.pagesout import MANIFEST, WriteReport, folder_files, write_pages  # noqa: F401 (kept here)
-from kbgen.sitedata import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
+from kbgen.site.output import folder_files
+from kbgen.site.data import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
 from kbgen.store import Entry, Kb, Project, load_kb, read_entry
 
 
@@ -267,7 +267,7 @@ def report_files(project: Project) -> dict[str, Path]:
 
 
 #: the site's own CSS, JavaScript and favicon, shipped in the package and served as assets/<name>
-ASSETS = Path(__file__).resolve().parent / "assets"
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 def asset_files() -> dict[str, bytes]:

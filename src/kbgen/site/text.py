@@ -11,8 +11,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from kbgen import charts, mdsafe
-from kbgen.sitedata import SiteData, page_uri, relative
+from kbgen.site import charts, mdsafe
+from kbgen.site.data import SiteData, page_uri, relative
 
 #: The mark shown beside a probe result, a progress step or a tried fix: a Material icon
 #: shortcode (pymdownx.emoji makes it an inline SVG, so no emoji font is needed) and its colour.

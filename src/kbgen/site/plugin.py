@@ -25,10 +25,11 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
-from kbgen import clock, layers, mdsafe, pages, render
+from kbgen import clock, layers
+from kbgen.site import mdsafe, output, pages, render
 from kbgen.errors import KbgenError
 from kbgen.fleet.pages import FLEET
-from kbgen.sitedata import ERRORS
+from kbgen.site.data import ERRORS
 from kbgen.store import Project, find_project
 
 log = get_plugin_logger(__name__)
@@ -99,7 +100,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         docs = Path(config.docs_dir).resolve()
         bodies = {p.uri: p.text.encode("utf-8") for p in generated}
         if self.pages_dir is not None:
-            pages.write_pages(bodies, self.pages_dir)
+            output.write_pages(bodies, self.pages_dir)
         for page in generated:
             if files.get_file_from_path(page.uri) is not None:
                 raise PluginError(
@@ -199,7 +200,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         """A page made from KB text leaves here as allow-listed HTML: no script, handler or script URL."""
         if page.file.src_uri not in self.generated:
             return html
-        from kbgen.sanitize import clean_html
+        from kbgen.site.sanitize import clean_html
 
         return clean_html(html)
 

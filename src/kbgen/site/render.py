@@ -23,10 +23,10 @@ import jinja2
 from markupsafe import Markup
 
 import kbgen
-from kbgen import mdsafe
+from kbgen.site import mdsafe
 from kbgen.errors import KbgenError, relpath
 from kbgen.models import Likelihood, Status
-from kbgen.pagetext import (
+from kbgen.site.text import (
     dashboard_charts,
     first_sentence,
     icon,
@@ -35,7 +35,7 @@ from kbgen.pagetext import (
     readable_pattern,
     task,
 )
-from kbgen.sitedata import (
+from kbgen.site.data import (
     BUGS,
     CAUSES,
     ERRORS,
