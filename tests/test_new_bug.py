@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbgen.cli import cli
+from kbgen.kinds import BUG
 from kbgen.store import find_project, load_kb
 
 KBGEN = [sys.executable, "-m", "kbgen"]
@@ -88,7 +89,7 @@ def test_twenty_processes_get_twenty_distinct_ids(kb_project: Path) -> None:
     ids = sorted(out.split()[0] for out, _ in outputs)
     assert ids == [f"BUG-20251201-{n:03d}" for n in range(1, 21)]
     titles = {
-        b.title for b in load_kb(find_project()).bug_records.values() if b.id.startswith("BUG-20251201")
+        b.title for b in load_kb(find_project()).records(BUG).values() if b.id.startswith("BUG-20251201")
     }
     assert titles == {f"race {i}" for i in range(20)}
 

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
 from kbgen.errors import KbgenError, UnknownIdError
+from kbgen.keyfacts import KEY_FACT_KEYS
+from kbgen.kinds import CAUSE, FIX, RecordKind
 from kbgen.models import (
-    KEY_FACT_KEYS,
     AttemptOutcome,
     Bug,
     Environment,
@@ -23,6 +24,7 @@ from kbgen.models import (
     EventKind,
     FixAttempt,
     ProgressStep,
+    Record,
     Status,
     StepState,
     legacy_environment,
@@ -42,12 +44,12 @@ def _event(kind: EventKind, **values: Any) -> Event:
     return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
 
 
-def legacy_keys(entry: Entry) -> list[str]:
+def legacy_keys(entry: Entry[Bug]) -> list[str]:
     """The old single-environment keys still in the file (read fine, rewritten on the next write)."""
     return [k for k in LEGACY_KEYS if k in entry.source.parsed.data]
 
 
-def save_bug(entry: Entry, make: Callable[[Entry], dict[str, Any]]) -> bool:
+def save_bug(entry: Entry[Bug], make: Callable[[Entry[Bug]], dict[str, Any]]) -> bool:
     """Write ``make(fresh)``'s changes into the bug's file; False if nothing changed.
 
     The file is read again under its lock and ``make`` computes the changes from that fresh
@@ -55,7 +57,7 @@ def save_bug(entry: Entry, make: Callable[[Entry], dict[str, Any]]) -> bool:
     shape is upgraded on the way.
     """
 
-    def change(fresh: Entry) -> dict[str, Any]:
+    def change(fresh: Entry[Bug]) -> dict[str, Any]:
         changes = make(fresh)
         if not changes:
             return {}
@@ -71,15 +73,15 @@ def save_bug(entry: Entry, make: Callable[[Entry], dict[str, Any]]) -> bool:
     return bool(written)
 
 
-def _known(kb: Kb, kind: str, record_id: str, option: str) -> None:
-    if record_id not in kb.of(kind):
+def _known(kb: Kb, kind: RecordKind[Record], record_id: str, option: str) -> None:
+    if record_id not in kb.entries(kind):
         import difflib
 
-        close = difflib.get_close_matches(record_id, list(kb.of(kind)), n=1)
-        folder = {"cause": "kb/causes/", "fix": "kb/fixes/"}[kind]
+        close = difflib.get_close_matches(record_id, list(kb.entries(kind)), n=1)
+        folder = f"kb/{kind.folder}/"
         raise UnknownIdError(
-            f"{option} {record_id!r}: no such {kind} in {folder}",
-            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen list-{kind}s` or {folder} lists them",
+            f"{option} {record_id!r}: no such {kind.name} in {folder}",
+            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen list-{kind.name}s` or {folder} lists them",
         )
 
 
@@ -97,7 +99,7 @@ def with_fix(bug: Bug, fix: str, outcome: AttemptOutcome, note: str | None, day:
 
 def set_status(
     kb: Kb,
-    entry: Entry,
+    entry: Entry[Bug],
     status: Status,
     note: str | None,
     *,
@@ -110,12 +112,12 @@ def set_status(
     False when nothing changes. A ``--fix`` without ``--outcome`` on fixed/verified counts as worked.
     """
     if cause:
-        _known(kb, "cause", cause, "--cause")
+        _known(kb, CAUSE, cause, "--cause")
     if fix:
-        _known(kb, "fix", fix, "--fix")
+        _known(kb, FIX, fix, "--fix")
     note = None if note is None else redact_text(note, user="")
 
-    def make(fresh: Entry) -> dict[str, Any]:
+    def make(fresh: Entry[Bug]) -> dict[str, Any]:
         bug: Bug = fresh.record
         changes: dict[str, Any] = {}
         parts = [note] if note else []
@@ -137,11 +139,11 @@ def set_status(
     return save_bug(entry, make)
 
 
-def record_fix(kb: Kb, entry: Entry, fix: str, outcome: AttemptOutcome, note: str | None) -> bool:
+def record_fix(kb: Kb, entry: Entry[Bug], fix: str, outcome: AttemptOutcome, note: str | None) -> bool:
     """Record a fix tried (and how it went) while the bug is still open."""
-    _known(kb, "fix", fix, "FIX-ID")
+    _known(kb, FIX, fix, "FIX-ID")
 
-    def make(fresh: Entry) -> dict[str, Any]:
+    def make(fresh: Entry[Bug]) -> dict[str, Any]:
         bug: Bug = fresh.record
         attempts = with_fix(bug, fix, outcome, note, clock.now().date())
         if attempts == bug.fixes_tried:
@@ -161,12 +163,12 @@ def checklist(kb: Kb, bug: Bug) -> list[ProgressStep]:
     return steps_from(kb.errors[bug.error].record.diagnostics)
 
 
-def set_step(kb: Kb, entry: Entry, step_id: str, state: str, note: str | None) -> tuple[str, str]:
+def set_step(kb: Kb, entry: Entry[Bug], step_id: str, state: str, note: str | None) -> tuple[str, str]:
     """A person's verdict on one step; returns (old state, new state)."""
     new_state = STEP_STATES[state]
     seen: list[str] = []
 
-    def make(fresh: Entry) -> dict[str, Any]:
+    def make(fresh: Entry[Bug]) -> dict[str, Any]:
         bug: Bug = fresh.record
         steps = checklist(kb, bug)
         index = next((i for i, s in enumerate(steps) if s.id == step_id), None)
@@ -191,11 +193,11 @@ def set_step(kb: Kb, entry: Entry, step_id: str, state: str, note: str | None) -
 # --------------------------------------------------------------------------- migrate
 
 
-def migrate_bug(kb: Kb, entry: Entry) -> list[str]:
+def migrate_bug(kb: Kb, entry: Entry[Bug]) -> list[str]:
     """Upgrade one bug file to the current shape; the keys rewritten (empty when already current)."""
     rewritten: list[str] = []
 
-    def make(fresh: Entry) -> dict[str, Any]:
+    def make(fresh: Entry[Bug]) -> dict[str, Any]:
         bug: Bug = fresh.record
         changes: dict[str, Any] = {}
         if legacy_keys(fresh):
@@ -217,7 +219,7 @@ def migrate_bug(kb: Kb, entry: Entry) -> list[str]:
     return rewritten
 
 
-def _migrated_environments(entry: Entry) -> list[Environment]:
+def _migrated_environments(entry: Entry[Bug]) -> list[Environment]:
     data = entry.source.parsed.data
     old = data.get("environment") or {}
     if not isinstance(old, dict):

@@ -234,22 +234,23 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> Renumbered:
             raise EntryError(broken, hint="fix the file, then run the renumber again")
         raise UnknownIdError(f"no bug file claims {bug_id}")
     # after a merge two files claim the id: move the one created last, keep the first in place
+    from kbgen.kinds import BUG
     from kbgen.store import read_entry
 
     entries = sorted(
-        (read_entry(p, "bug", kb.project) for p in paths), key=lambda e: (e.record.created, e.path.name)
+        (read_entry(p, BUG, kb.project) for p in paths), key=lambda e: (e.record.created, e.path.name)
     )
     return _move(kb, entries[-1], bug_id, day)
 
 
-def _renumbered_from(kb: Kb, bug_id: str) -> Entry | None:
+def _renumbered_from(kb: Kb, bug_id: str) -> Entry[Bug] | None:
     for entry in kb.bugs.values():
         if any(e.kind == EventKind.renumber and e.old == bug_id for e in entry.record.history):
             return entry
     return None
 
 
-def _move(kb: Kb, entry: Entry, bug_id: str, day: dt.date | None) -> Renumbered:
+def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None) -> Renumbered:
     path = entry.path
     bug: Bug = entry.record
     slug = path.stem[len(bug_id) + 1 :]
@@ -280,7 +281,7 @@ def _move(kb: Kb, entry: Entry, bug_id: str, day: dt.date | None) -> Renumbered:
 
 def _finish_renumber(kb: Kb, bug_id: str) -> Renumbered:
     """Remove the old copies an interrupted renumber left, when each is exactly what was copied."""
-    from kbgen.store import is_unchanged_copy
+    from kbgen.leftovers import is_unchanged_copy
 
     pairs = kb.leftovers[bug_id]
     for old, new in pairs:

@@ -50,6 +50,7 @@ from kbgen.models import (
 from kbgen.roundtrip import save_changes
 
 if TYPE_CHECKING:
+    from kbgen.models import Fix
     from kbgen.probes.discovery import ProbeSpec
     from kbgen.probes.report import ProbeReport, ProbeResult
     from kbgen.store import Entry, Kb
@@ -294,7 +295,7 @@ def compute_changes(
     return changes
 
 
-def _unchanged_since(entry: Entry, fresh: Entry, changes: dict[str, Any]) -> dict[str, Any]:
+def _unchanged_since(entry: Entry[Bug], fresh: Entry[Bug], changes: dict[str, Any]) -> dict[str, Any]:
     """``changes`` were computed from ``entry``: refuse to apply them to a file edited since."""
     if fresh.source.digest != entry.source.digest:
         raise ConflictError(f"{entry.source.rel}: changed on disk since kbgen read it; nothing was written")
@@ -302,14 +303,14 @@ def _unchanged_since(entry: Entry, fresh: Entry, changes: dict[str, Any]) -> dic
 
 
 def fill_bug(
-    entry: Entry,
+    entry: Entry[Bug],
     plan: FillPlan,
     report: ProbeReport,
     *,
     now: dt.datetime,
     by: str | None = None,
     primary: bool = False,
-    fixes: dict[str, Entry] | None = None,
+    fixes: dict[str, Entry[Fix]] | None = None,
 ) -> FillOutcome:
     """Write ``report`` into the bug of ``entry``; raises ConflictError if the file changed meanwhile."""
     bug: Bug = entry.record
@@ -325,7 +326,7 @@ def fill_bug(
     return FillOutcome(bug.id, entry.path, written, sorted(changes), moved, report_path, verified)
 
 
-def mark_verified(bug: Bug, fixes: dict[str, Entry], day: dt.date) -> list[str]:
+def mark_verified(bug: Bug, fixes: dict[str, Entry[Fix]], day: dt.date) -> list[str]:
     """Set ``last_verified`` on each fix that worked for ``bug``; the ids of those written."""
     done = []
     for attempt in bug.fixes_tried:
@@ -336,7 +337,7 @@ def mark_verified(bug: Bug, fixes: dict[str, Entry], day: dt.date) -> list[str]:
     return done
 
 
-def _write_report(entry: Entry, bug: Bug, report: ProbeReport) -> Path:
+def _write_report(entry: Entry[Bug], bug: Bug, report: ProbeReport) -> Path:
     from kbgen.store import atomic_write
 
     path = entry.path.parent / report_name(bug.id, report.host, python_label(report))

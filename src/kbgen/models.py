@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from enum import Enum
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -44,6 +44,13 @@ class Strict(BaseModel):
     """Base of every record: unknown keys are errors; values are validated on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Record(Strict):
+    """Base of the kinds of record a KB holds (see kbgen.kinds): each has an id and a title."""
+
+    id: str
+    title: str
 
 
 class Likelihood(str, Enum):
@@ -160,8 +167,7 @@ class DiagnosticStep(Decided):
     expect: str | None = None
 
 
-class ErrorType(Strict):
-    KIND: ClassVar[str] = "error"
+class ErrorType(Record):
     id: Slug
     title: str
     summary: str
@@ -185,8 +191,7 @@ class ErrorType(Strict):
         return value
 
 
-class RootCause(Strict):
-    KIND: ClassVar[str] = "cause"
+class RootCause(Record):
     id: Slug
     title: str
     summary: str
@@ -202,8 +207,7 @@ class FixStep(Strict):
     note: str | None = None
 
 
-class Fix(Strict):
-    KIND: ClassVar[str] = "fix"
+class Fix(Record):
     id: Slug
     title: str
     summary: str
@@ -310,8 +314,7 @@ class Event(Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class Bug(Strict):
-    KIND: ClassVar[str] = "bug"
+class Bug(Record):
     id: BugId
     title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
     created: Moment
@@ -374,13 +377,3 @@ def legacy_environment(old: dict[str, Any], findings: list[Any]) -> dict[str, An
     env["facts"] = {k: v for k, v in values.items() if v is not None and k in KEY_FACT_KEYS}
     env["findings"] = findings
     return env
-
-
-#: frontmatter ``kind`` → model, and the kb/ folder each kind lives in.
-KINDS: dict[str, type[Strict]] = {
-    "error": ErrorType,
-    "cause": RootCause,
-    "fix": Fix,
-    "bug": Bug,
-}
-FOLDERS: dict[str, str] = {"error": "errors", "cause": "causes", "fix": "fixes", "bug": "bugs"}

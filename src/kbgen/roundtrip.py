@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from yaml.resolver import Resolver
 
 from kbgen.fileio import locked
+from kbgen.kinds import R
 from kbgen.store import Entry, Source, atomic_write, encode, reread
 
 _RESOLVER = Resolver()  # PyYAML's (YAML 1.1) resolver: the one the read path uses
@@ -176,7 +177,9 @@ def save_changes(source: Source, changes: dict[str, Any]) -> bool:
     return True
 
 
-def update_entry(entry: Entry, make: Callable[[Entry], dict[str, Any]]) -> tuple[Entry, dict[str, Any]]:
+def update_entry(
+    entry: Entry[R], make: Callable[[Entry[R]], dict[str, Any]]
+) -> tuple[Entry[R], dict[str, Any]]:
     """Read the record again and write ``make(fresh)``'s changes, holding the file's lock from the
     read to the rename: two kbgen writers of one file take turns and neither loses the other's
     change. Returns the record as read and the changes written (empty when none were needed)."""

@@ -11,17 +11,19 @@ import gc
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, overload
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from kbgen import layers
 from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
 from kbgen.fileio import MAX_ENTRY_BYTES, Unreadable, atomic_write, read_limited
-from kbgen.models import BUG_ID_RE, FOLDERS, KINDS, SLUG_RE, Bug, ErrorType, Fix, RootCause
+from kbgen.kinds import BUG, CAUSE, ERROR, FIX, KINDS, KNOWLEDGE, R, RecordKind
+from kbgen.leftovers import set_aside_leftovers
+from kbgen.models import BUG_ID_RE, SLUG_RE, Bug, ErrorType, Fix, Record, RootCause
 from kbgen.yamlio import FrontmatterError, Parsed, parse_document, validation_problems
 
 __all__ = ["MAX_ENTRY_BYTES", "atomic_write"]  # kept here for the modules that write records
@@ -39,8 +41,8 @@ class Project:
     def kb(self) -> Path:
         return self.root / "kb"
 
-    def folder(self, kind: str) -> Path:
-        return self.kb / FOLDERS[kind]
+    def folder(self, kind: RecordKind[Record] | str) -> Path:
+        return self.kb / (KINDS[kind] if isinstance(kind, str) else kind).folder
 
     @property
     def probes(self) -> Path:
@@ -104,10 +106,13 @@ class Source:
         return self.parsed.body
 
 
-@dataclass
-class Entry:
-    record: Any  # ErrorType | RootCause | Fix | Bug
+@dataclass(frozen=True)
+class Entry(Generic[R]):
+    """A record, the file it was read from and its kind: ``Entry[Bug]`` holds a Bug."""
+
+    record: R
     source: Source
+    kind: RecordKind[R]
 
     @property
     def path(self) -> Path:
@@ -172,26 +177,31 @@ def read_source(path: Path, rel: str) -> Source:
     return Source(path, hashlib.sha256(raw).hexdigest(), text, parsed, bom, newline, rel)
 
 
-def build_record(source: Source, model: type[BaseModel], rel: str) -> Any:
+def build_record(source: Source, model: type[R], rel: str) -> R:
     try:
         return model.model_validate(source.parsed.data)
     except ValidationError as exc:
         raise EntryError(validation_problems(exc, source.parsed, rel, model)) from None
 
 
-def read_entry(path: Path, kind: str, project: Project) -> Entry:
-    """Read and validate one record of ``kind``; raise EntryError listing every problem."""
-    return _read_as(path, kind, project.rel(path))
+@overload
+def read_entry(path: Path, kind: RecordKind[R], project: Project) -> Entry[R]: ...
+@overload
+def read_entry(path: Path, kind: str, project: Project) -> Entry[Record]: ...
+def read_entry(path: Path, kind: RecordKind[Record] | str, project: Project) -> Entry[Record]:
+    """Read and validate one record of ``kind`` (a kind or its name); raise EntryError listing
+    every problem."""
+    return _read_as(path, KINDS[kind] if isinstance(kind, str) else kind, project.rel(path))
 
 
-def reread(entry: Entry) -> Entry:
+def reread(entry: Entry[R]) -> Entry[R]:
     """The record of ``entry`` as it is on disk now (a writer calls this holding the file's lock)."""
-    return _read_as(entry.path, type(entry.record).KIND, entry.source.rel)
+    return _read_as(entry.path, entry.kind, entry.source.rel)
 
 
-def _read_as(path: Path, kind: str, rel: str) -> Entry:
+def _read_as(path: Path, kind: RecordKind[R], rel: str) -> Entry[R]:
     source = read_source(path, rel)
-    record = build_record(source, KINDS[kind], rel)
+    record = build_record(source, kind.model, rel)
     if not id_matches_file(record.id, path):
         line = source.parsed.line_of(("id",))
         raise EntryError(
@@ -206,7 +216,7 @@ def _read_as(path: Path, kind: str, rel: str) -> Entry:
                 )
             ]
         )
-    return Entry(record, source)
+    return Entry(record, source, kind)
 
 
 @dataclass
@@ -214,24 +224,46 @@ class Kb:
     """Every loaded record by kind and id, plus the problems found while loading."""
 
     project: Project
-    errors: dict[str, Entry] = field(default_factory=dict)
-    causes: dict[str, Entry] = field(default_factory=dict)
-    fixes: dict[str, Entry] = field(default_factory=dict)
-    bugs: dict[str, Entry] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     #: bug id -> every file that claims it (more than one after two branches merge)
     claims: dict[str, list[Path]] = field(default_factory=dict)
     #: old id -> (old copy, renumbered bug) left by a `kbgen renumber` that was interrupted
-    leftovers: dict[str, list[tuple[Entry, Entry]]] = field(default_factory=dict)
+    leftovers: dict[str, list[tuple[Entry[Bug], Entry[Bug]]]] = field(default_factory=dict)
     #: (kind, id) of every record read from the base layer (kbgen/knowledge) and still in use
     base: set[tuple[str, str]] = field(default_factory=set)
     #: (kind, id) -> the base file a project record of the same id overrides
     overrides: dict[tuple[str, str], Path] = field(default_factory=dict)
+    #: kind name -> id -> entry. Only entries(kind) reads it: the kind it is given says what
+    #: the entries hold (each was read with that kind's model), so the values stay untyped here.
+    _entries: dict[str, dict[str, Entry[Any]]] = field(
+        default_factory=lambda: {name: {} for name in KINDS}, init=False, repr=False
+    )
 
-    def of(self, kind: str) -> dict[str, Entry]:
-        return {"error": self.errors, "cause": self.causes, "fix": self.fixes, "bug": self.bugs}[kind]
+    def entries(self, kind: RecordKind[R]) -> dict[str, Entry[R]]:
+        """The loaded entries of ``kind`` by id (the dict itself: loading adds to it)."""
+        return self._entries[kind.name]
 
-    def resolve_bug(self, bug_id: str) -> Entry:
+    def records(self, kind: RecordKind[R]) -> dict[str, R]:
+        """The loaded records of ``kind`` by id."""
+        return {k: e.record for k, e in self._entries[kind.name].items()}
+
+    @property
+    def errors(self) -> dict[str, Entry[ErrorType]]:
+        return self.entries(ERROR)
+
+    @property
+    def causes(self) -> dict[str, Entry[RootCause]]:
+        return self.entries(CAUSE)
+
+    @property
+    def fixes(self) -> dict[str, Entry[Fix]]:
+        return self.entries(FIX)
+
+    @property
+    def bugs(self) -> dict[str, Entry[Bug]]:
+        return self.entries(BUG)
+
+    def resolve_bug(self, bug_id: str) -> Entry[Bug]:
         """The bug with this id or alias; UnknownIdError names close ids when there is none."""
         check_id(bug_id, "bug")
         if bug_id in self.bugs:
@@ -240,25 +272,9 @@ class Kb:
             if bug_id in entry.record.aliases:
                 return entry
         raise UnknownIdError(
-            f"no bug {bug_id} in {self.project.rel(self.project.folder('bug'))}",
+            f"no bug {bug_id} in {self.project.rel(self.project.folder(BUG))}",
             hint="`kbgen list` shows the bugs there are",
         )
-
-    @property
-    def error_types(self) -> dict[str, ErrorType]:
-        return {k: e.record for k, e in self.errors.items()}
-
-    @property
-    def root_causes(self) -> dict[str, RootCause]:
-        return {k: e.record for k, e in self.causes.items()}
-
-    @property
-    def fix_records(self) -> dict[str, Fix]:
-        return {k: e.record for k, e in self.fixes.items()}
-
-    @property
-    def bug_records(self) -> dict[str, Bug]:
-        return {k: e.record for k, e in self.bugs.items()}
 
 
 def entry_files(folder: Path) -> Iterator[Path]:
@@ -276,7 +292,14 @@ def entry_files(folder: Path) -> Iterator[Path]:
                 yield path
 
 
-def load_kb(project: Project, read: Callable[[Path, str, Project], Entry] | None = None) -> Kb:
+class Reader(Protocol):
+    """How load_kb reads one file: :func:`read_entry`, or the site's reader that reuses
+    unchanged files."""
+
+    def __call__(self, path: Path, kind: RecordKind[R], project: Project, /) -> Entry[R]: ...
+
+
+def load_kb(project: Project, read: Reader | None = None) -> Kb:
     """Load every record; problems are collected in ``kb.problems``, never raised one by one.
 
     ``read`` replaces :func:`read_entry` (the site passes one that reuses unchanged files).
@@ -296,94 +319,45 @@ def load_kb(project: Project, read: Callable[[Path, str, Project], Entry] | None
     return kb
 
 
-def _load_into(kb: Kb, read: Callable[[Path, str, Project], Entry]) -> None:
+def _load_into(kb: Kb, read: Reader) -> None:
+    for kind in KNOWLEDGE.values():
+        for layer, entry in _read_all(kb, kind, read):
+            _add(kb, kind, layer, entry)
+    claimed = _read_all(kb, BUG, read)
+    for layer, bug in claimed:
+        _add(kb, BUG, layer, bug)
+    set_aside_leftovers(kb, [bug for _, bug in claimed])
+
+
+def _read_all(kb: Kb, kind: RecordKind[R], read: Reader) -> list[tuple[str, Entry[R]]]:
+    """(layer, entry) for every readable file of ``kind``, base layer first; the problems of
+    the others go to ``kb.problems``."""
     project = kb.project
-    claimed: list[Entry] = []
-    for kind in ("error", "cause", "fix", "bug"):
-        # bugs belong to a project; the base layer ships knowledge only
-        found = layers.folders(project.kb, FOLDERS[kind]) if kind != "bug" else []
-        for layer, folder in found or [(layers.PROJECT, project.folder(kind))]:
-            for path in entry_files(folder):
-                try:
-                    entry = read(path, kind, project)
-                except EntryError as exc:
-                    kb.problems.extend(exc.problems)
-                    continue
-                if kind == "bug":
-                    claimed.append(entry)
-                _add(kb, kind, layer, entry)
-
-    _set_aside_leftovers(kb, claimed)
+    # bugs belong to a project; the base layer ships knowledge only
+    found = layers.folders(project.kb, kind.folder) if kind.knowledge else []
+    read_ok: list[tuple[str, Entry[R]]] = []
+    for layer, folder in found or [(layers.PROJECT, project.folder(kind))]:
+        for path in entry_files(folder):
+            try:
+                read_ok.append((layer, read(path, kind, project)))
+            except EntryError as exc:
+                kb.problems.extend(exc.problems)
+    return read_ok
 
 
-def renumbered_copy(kb: Kb, old: Entry) -> Entry | None:
-    """The bug that `kbgen renumber` made of ``old`` (same creation time, a renumber event from
-    its id, the id kept as an alias), when one is loaded under another id."""
-    bug: Bug = old.record
-    for entry in kb.bugs.values():
-        new: Bug = entry.record
-        if entry is old or bug.id not in new.aliases or new.created != bug.created:
-            continue
-        if any(e.kind.value == "renumber" and e.old == bug.id for e in new.history):
-            return entry
-    return None
-
-
-def is_unchanged_copy(old: Entry, new: Entry) -> bool:
-    """``old`` holds nothing ``new`` lacks: the same body and values, save what renumber changed
-    (id, aliases, updated, one more history event)."""
-    moved = {"id", "aliases", "updated", "history"}
-    history = old.record.history
-    return (
-        new.record.history[: len(history)] == history
-        and old.record.model_dump(exclude=moved) == new.record.model_dump(exclude=moved)
-        and old.source.body == new.source.body
-    )
-
-
-def _set_aside_leftovers(kb: Kb, claimed: list[Entry]) -> None:
-    """An interrupted renumber leaves the bug twice: the old file and the new one, whose alias is
-    the old id. The old copy is reported and left out, so no command shows the bug twice."""
-    aliases = {a for e in kb.bugs.values() for a in e.record.aliases}
-    for old in [e for e in claimed if e.record.id in aliases]:
-        new = renumbered_copy(kb, old)
-        if new is None:
-            continue
-        bug_id = old.record.id
-        kb.leftovers.setdefault(bug_id, []).append((old, new))
-        kb.claims[bug_id].remove(old.path)
-        if not kb.claims[bug_id]:
-            del kb.claims[bug_id]
-        if kb.bugs.get(bug_id) is old:
-            del kb.bugs[bug_id]
-            if bug_id in kb.claims:  # a second file claims the id (the merge renumber was for)
-                kb.bugs[bug_id] = next(e for e in claimed if e.path == kb.claims[bug_id][0])
-        if is_unchanged_copy(old, new):
-            message = (
-                f"an interrupted `kbgen renumber` left this old copy of {new.record.id} "
-                f"({new.source.rel}); run `kbgen renumber {bug_id}` to finish it"
-            )
-        else:
-            message = (
-                f"an old copy of {new.record.id} ({new.source.rel}) left by an interrupted "
-                "`kbgen renumber`, edited since: copy those edits into that file, then delete this one"
-            )
-        line = old.source.parsed.line_of(("id",))
-        kb.problems.append(Problem(old.source.rel, line, "id", message, code="renumber-leftover"))
-
-
-def _add(kb: Kb, kind: str, layer: str, entry: Entry) -> None:
+def _add(kb: Kb, kind: RecordKind[R], layer: str, entry: Entry[R]) -> None:
     """Keep the first record of an id in a layer; a project record replaces a base one."""
-    key = (kind, entry.record.id)
-    if kind == "bug":
+    key = (kind.name, entry.record.id)
+    loaded = kb.entries(kind)
+    if kind is BUG:
         kb.claims.setdefault(entry.record.id, []).append(entry.path)
     if layer == layers.PROJECT and key in kb.base:
-        kb.overrides[key] = kb.of(kind)[entry.record.id].path
+        kb.overrides[key] = loaded[entry.record.id].path
         kb.base.discard(key)
-        kb.of(kind)[entry.record.id] = entry
+        loaded[entry.record.id] = entry
         return
-    if entry.record.id not in kb.of(kind):
-        kb.of(kind)[entry.record.id] = entry
+    if entry.record.id not in loaded:
+        loaded[entry.record.id] = entry
         if layer == layers.BASE:
             kb.base.add(key)
 

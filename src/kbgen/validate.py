@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from kbgen.errors import Problem
-from kbgen.models import AttemptOutcome, Bug, ProbeStatus, Status
+from kbgen.kinds import KINDS
+from kbgen.models import AttemptOutcome, Bug, Decided, ErrorType, Fix, ProbeStatus, Record, RootCause, Status
 from kbgen.store import Entry, Kb
 
 #: Text left over from a report template that was never filled (seed 002 has all of these).
@@ -67,8 +68,8 @@ def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
     problems.extend(check_duplicates(kb))
     problems.extend(check_aliases(kb))
     problems.extend(check_signatures(kb))
-    for kind in ("error", "cause", "fix", "bug"):
-        for entry in kb.of(kind).values():
+    for kind in KINDS.values():
+        for entry in kb.entries(kind).values():
             problems.extend(check_text(kb, entry))
             problems.extend(check_secrets(entry))
             if entry.source.bom:
@@ -81,7 +82,12 @@ def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
 
 
 def _at(
-    kb: Kb, entry: Entry, loc: tuple[Any, ...] | None, message: str, severity: str = "error", **kw: Any
+    kb: Kb,
+    entry: Entry[Record],
+    loc: tuple[Any, ...] | None,
+    message: str,
+    severity: str = "error",
+    **kw: Any,
 ) -> Problem:
     line = entry.source.parsed.line_of(loc) if loc else None
     field = ".".join(str(p) for p in loc) if loc else None
@@ -91,11 +97,10 @@ def _at(
 # --------------------------------------------------------------------------- references
 
 
-def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
+def _refs(entry: Entry[Record]) -> Iterator[tuple[tuple[Any, ...], str, str]]:
     """(location, target kind, id) for every id a record names."""
     r = entry.record
-    kind = type(r).KIND
-    if kind == "error":
+    if isinstance(r, ErrorType):
         for i, ref in enumerate(r.causes):
             yield ("causes", i, "cause"), "cause", ref.cause
         for i, step in enumerate(r.diagnostics):
@@ -104,17 +109,17 @@ def _refs(entry: Entry) -> Iterator[tuple[tuple[Any, ...], str, str]]:
         for name in ("related", "secondary_to"):
             for i, other in enumerate(getattr(r, name)):
                 yield (name, i), "error", other
-    elif kind == "cause":
+    elif isinstance(r, RootCause):
         for i, fix in enumerate(r.fixes):
             yield ("fixes", i), "fix", fix
-    elif kind == "fix":
+    elif isinstance(r, Fix):
         if r.verify_probe:
             yield ("verify_probe",), "probe", r.verify_probe
-    elif kind == "bug":
+    elif isinstance(r, Bug):
         yield from _bug_refs(r)
 
 
-def _probe_key(step: Any) -> str:
+def _probe_key(step: Decided) -> str:
     """Where a step names its probe: ``probe``, or else its ``decided_by`` condition."""
     return "probe" if "probe" in step.model_fields_set else "decided_by"
 
@@ -142,23 +147,18 @@ def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
 def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
     """Every id named by a record must exist (bugs may be named by an alias)."""
     aliases = {a for e in kb.bugs.values() for a in e.record.aliases}
-    folders = {"error": "kb/errors/", "cause": "kb/causes/", "fix": "kb/fixes/", "bug": "kb/bugs/"}
+    folders = {name: f"kb/{kind.folder}/" for name, kind in KINDS.items()}
     # A record whose file did not load is reported once, at its own file: the records that
     # name it are not wrong, so they get no errors of their own.
-    broken = {p.path for p in kb.problems}
-    unloaded = {
-        kind: {Path(p).stem for p in broken if Path(p).parent.name == folder.split("/")[1]}
-        for kind, folder in folders.items()
-    }
+    broken = {Path(p.path) for p in kb.problems}
     known = {
-        "error": set(kb.errors) | unloaded["error"],
-        "cause": set(kb.causes) | unloaded["cause"],
-        "fix": set(kb.fixes) | unloaded["fix"],
-        "bug": set(kb.bugs) | aliases | unloaded["bug"],
-        "probe": probe_ids,
+        name: {*kb.entries(kind), *(p.stem for p in broken if p.parent.name == kind.folder)}
+        for name, kind in KINDS.items()
     }
-    for kind in ("error", "cause", "fix", "bug"):
-        for entry in kb.of(kind).values():
+    known["bug"] |= aliases
+    known["probe"] = probe_ids
+    for kind in KINDS.values():
+        for entry in kb.entries(kind).values():
             for loc, target, ref in _refs(entry):
                 if ref not in known[target]:
                     where = folders.get(target, "the built-in probes or kb/probes/")
@@ -171,10 +171,10 @@ def check_layers(kb: Kb, base_probes: set[str]) -> Iterator[Problem]:
     project's ids. Project records may link anywhere."""
     shipped = kb.base | set(kb.overrides)
     for kind, record_id in sorted(kb.base):
-        entry = kb.of(kind)[record_id]
+        entry = kb.entries(KINDS[kind])[record_id]
         for loc, target, ref in _refs(entry):
             known = ref in base_probes if target == "probe" else (target, ref) in shipped
-            exists = ref in kb.of(target) if target != "probe" else True
+            exists = ref in kb.entries(KINDS[target]) if target != "probe" else True
             if not known and exists:
                 message = (
                     f"the base layer links to the project's {target} '{ref}'; "
@@ -209,7 +209,7 @@ def check_aliases(kb: Kb) -> Iterator[Problem]:
     """An alias names one bug. (An old copy that still holds its id after an interrupted renumber
     is reported when the KB is loaded; an alias equal to the id of a different bug, kept by a
     renumber after a merge, is history: the id wins.)"""
-    owners: dict[str, list[Entry]] = {}
+    owners: dict[str, list[Entry[Bug]]] = {}
     for entry in kb.bugs.values():
         for i, alias in enumerate(entry.record.aliases):
             if alias == entry.record.id:
@@ -237,7 +237,7 @@ def check_signatures(kb: Kb) -> Iterator[Problem]:
 # --------------------------------------------------------------------------- text
 
 
-def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
+def check_text(kb: Kb, entry: Entry[Record]) -> Iterator[Problem]:
     """Placeholders and mojibake anywhere in the file (not in code blocks or HTML comments);
     empty sections in a bug's body. One regex pass per file; line numbers only on a hit."""
     source = entry.source
@@ -258,12 +258,12 @@ def check_text(kb: Kb, entry: Entry) -> Iterator[Problem]:
                 "`kbgen import` repairs such files"
             )
             yield Problem(rel, line, None, message, code="mojibake")
-    if type(entry.record).KIND == "bug":
+    if isinstance(entry.record, Bug):
         first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
         yield from _empty_sections(rel, _mask(source.body), first_line, source.body)
 
 
-def check_secrets(entry: Entry) -> Iterator[Problem]:
+def check_secrets(entry: Entry[Record]) -> Iterator[Problem]:
     """A warning (an error under --strict) per line that holds what looks like a secret."""
     from kbgen.redact import find_secrets
 
@@ -331,9 +331,9 @@ def _empty_sections(rel: str, body: str, first_line: int, raw: str) -> Iterator[
 # --------------------------------------------------------------------------- status
 
 
-def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
+def check_bug_status(kb: Kb, entry: Entry[Bug]) -> Iterator[Problem]:
     """A status must be backed by what the record says happened."""
-    bug: Bug = entry.record
+    bug = entry.record
     if bug.status == Status.verified:
         passing = any(
             f.probe == bug.repro and f.status == ProbeStatus.pass_ for f in bug.findings
@@ -363,9 +363,9 @@ def check_bug_status(kb: Kb, entry: Entry) -> Iterator[Problem]:
         )
 
 
-def _closed_without_why(kb: Kb, entry: Entry) -> Iterator[Problem]:
+def _closed_without_why(kb: Kb, entry: Entry[Bug]) -> Iterator[Problem]:
     """A fixed or verified bug should name its cause and a fix that worked."""
-    bug: Bug = entry.record
+    bug = entry.record
     if bug.status in (Status.fixed, Status.verified):
         worked = [a.fix for a in bug.fixes_tried if a.outcome == AttemptOutcome.worked]
         missing = (["no confirmed cause"] if not bug.confirmed_causes else []) + (
@@ -383,7 +383,7 @@ def _closed_without_why(kb: Kb, entry: Entry) -> Iterator[Problem]:
             )
 
 
-def _old_shape(kb: Kb, entry: Entry) -> Iterator[Problem]:
+def _old_shape(kb: Kb, entry: Entry[Bug]) -> Iterator[Problem]:
     if legacy := [k for k in ("environment", "findings") if k in entry.source.parsed.data]:
         yield _at(
             kb,

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kbgen.cli.common import load_clean_kb, project_of
+from kbgen.kinds import KNOWLEDGE
 
 
 @click.command()
@@ -64,7 +65,7 @@ def kb() -> None:
 
 @kb.command("list")
 @click.option("--layer", type=click.Choice(["base", "project", "all"]), default="all", show_default=True)
-@click.option("--kind", type=click.Choice(["error", "cause", "fix"]), help="Only this kind of record.")
+@click.option("--kind", type=click.Choice(list(KNOWLEDGE)), help="Only this kind of record.")
 @click.pass_context
 def kb_list(ctx: click.Context, layer: str, kind: str | None) -> None:
     """List the error types, causes and fixes and the layer each comes from.
@@ -75,8 +76,8 @@ def kb_list(ctx: click.Context, layer: str, kind: str | None) -> None:
       kbgen kb list --layer project
     """
     loaded = load_clean_kb(ctx)
-    for each in [kind] if kind else ["error", "cause", "fix"]:
-        for record_id in sorted(loaded.of(each)):
+    for each in [kind] if kind else list(KNOWLEDGE):
+        for record_id in sorted(loaded.entries(KNOWLEDGE[each])):
             key = (each, record_id)
             origin = "base" if key in loaded.base else "project"
             if layer in ("all", origin):
@@ -95,19 +96,18 @@ def kb_copy(ctx: click.Context, record_id: str) -> None:
       kbgen kb copy cuda-out-of-memory    # writes kb/errors/cuda-out-of-memory.md
     """
     from kbgen.errors import KbgenError, UnknownIdError
-    from kbgen.models import FOLDERS
 
     loaded = load_clean_kb(ctx)
-    found = [kind for kind in ("error", "cause", "fix") if (kind, record_id) in loaded.base]
+    found = [kind for name, kind in KNOWLEDGE.items() if (name, record_id) in loaded.base]
     if not found:
-        where = [k for k in ("error", "cause", "fix") if record_id in loaded.of(k)]
+        where = [kind for kind in KNOWLEDGE.values() if record_id in loaded.entries(kind)]
         if where:
-            path = loaded.project.rel(loaded.of(where[0])[record_id].path)
+            path = loaded.project.rel(loaded.entries(where[0])[record_id].path)
             raise KbgenError(f"{record_id}: already a project record ({path})")
         raise UnknownIdError(f"no base record '{record_id}'", hint="`kbgen kb list --layer base` lists them")
     kind = found[0]
-    source = loaded.of(kind)[record_id].path
-    target = loaded.project.kb / FOLDERS[kind] / source.name
+    source = loaded.entries(kind)[record_id].path
+    target = loaded.project.folder(kind) / source.name
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
     click.echo(f"copied {loaded.project.rel(source)} to {loaded.project.rel(target)}; edit it there")

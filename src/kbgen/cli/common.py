@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from kbgen.kinds import BUG, ERROR
+
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
@@ -65,11 +67,11 @@ def _items(ids: list[str], incomplete: str) -> list[CompletionItem]:
 
 
 def complete_bug_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    return _items(_ids_in(ctx, "bugs"), incomplete)
+    return _items(_ids_in(ctx, BUG.folder), incomplete)
 
 
 def complete_error_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    return _items(_ids_in(ctx, "errors"), incomplete)
+    return _items(_ids_in(ctx, ERROR.folder), incomplete)
 
 
 def complete_probe_ids(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from kbgen.cli.common import complete_bug_ids, complete_error_ids, load_clean_kb, one_line, project_of
+from kbgen.kinds import BUG, KINDS
 
 if TYPE_CHECKING:
     from kbgen.errors import Problem
@@ -59,10 +60,10 @@ def validate(ctx: click.Context, strict: bool, fmt: str) -> None:
     problems = validate_kb(kb)
     errors = [p for p in problems if p.severity == "error"]
     warnings = [p for p in problems if p.severity != "error"]
-    counted = sum(len(kb.of(k)) for k in ("error", "cause", "fix", "bug"))
+    counted = sum(len(kb.entries(kind)) for kind in KINDS.values())
     files = counted + len({p.path for p in kb.problems})
     overrides = [
-        (kb.project.rel(kb.of(kind)[record_id].path), kind, kb.project.rel(base))
+        (kb.project.rel(kb.entries(KINDS[kind])[record_id].path), kind, kb.project.rel(base))
         for (kind, record_id), base in sorted(kb.overrides.items())
     ]
     _print_problems(problems, fmt, files, overrides)
@@ -301,7 +302,7 @@ def list_bugs(
     kb = load_clean_kb(ctx)
     bugs = [
         b
-        for b in kb.bug_records.values()
+        for b in kb.records(BUG).values()
         if (not statuses or b.status.value in statuses)
         and (not severities or b.severity.value in severities)
         and (not errors or b.error in errors)
@@ -356,7 +357,7 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
 
 
 @click.command()
-@click.argument("kind", required=False, type=click.Choice(["error", "cause", "fix", "bug", "probe"]))
+@click.argument("kind", required=False, type=click.Choice([*KINDS, "probe"]))
 @click.option(
     "--out",
     "out_dir",
@@ -373,9 +374,9 @@ def schema(kind: str | None, out_dir: Path | None) -> None:
     """
     from pydantic import BaseModel
 
-    from kbgen.models import KINDS, ProbeMeta
+    from kbgen.models import ProbeMeta
 
-    models: dict[str, type[BaseModel]] = {**KINDS, "probe": ProbeMeta}
+    models: dict[str, type[BaseModel]] = {**{name: k.model for name, k in KINDS.items()}, "probe": ProbeMeta}
     chosen = [kind] if kind else list(models)
     schemas = {k: models[k].model_json_schema(by_alias=True) for k in chosen}
     if out_dir is None:

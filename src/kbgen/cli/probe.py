@@ -12,6 +12,7 @@ import click
 from kbgen.cli.common import complete_bug_ids, complete_probe_ids, project_of
 
 if TYPE_CHECKING:
+    from kbgen.models import Bug
     from kbgen.probes.discovery import ProbeSpec
     from kbgen.probes.record import ProbeRun
     from kbgen.probes.report import ProbeReport
@@ -161,7 +162,7 @@ def _run_session(
     memory: int | None,
     redact_paths: bool,
     as_json: bool,
-) -> tuple[ProbeReport, tuple[Entry, Any, Any] | None]:
+) -> tuple[ProbeReport, tuple[Entry[Bug], Any, Any] | None]:
     """Start the session, run the probes and always stop every worker, whatever happens."""
     from kbgen.probes.runner import ProbeSession
 
@@ -182,7 +183,7 @@ def _run(
     bug_id: str | None,
     redact_paths: bool,
     live: bool,
-) -> tuple[ProbeReport, tuple[Entry, Any, Any] | None]:
+) -> tuple[ProbeReport, tuple[Entry[Bug], Any, Any] | None]:
     from kbgen import clock
     from kbgen.probes.build import build_report
     from kbgen.probes.discovery import scan, select
@@ -252,7 +253,7 @@ def _project(ctx: click.Context, *, required: bool) -> Project | None:
         return None
 
 
-def _bug_entry(kb: Kb, bug_id: str) -> Entry:
+def _bug_entry(kb: Kb, bug_id: str) -> Entry[Bug]:
     """The bug to fill; a broken bug file is reported as such, not as a missing bug."""
     from kbgen.errors import EntryError, UnknownIdError
 
@@ -275,7 +276,9 @@ def _show(report: ProbeReport, as_json: bool) -> None:
         click.echo(format_table(report, lambda text, status: click.style(text, fg=COLOURS.get(status))))
 
 
-def _fill(entry: Entry, plan: Any, fixes: Any, report: ProbeReport, as_json: bool, primary: bool) -> None:
+def _fill(
+    entry: Entry[Bug], plan: Any, fixes: Any, report: ProbeReport, as_json: bool, primary: bool
+) -> None:
     from kbgen import clock
     from kbgen.errors import ConflictError
     from kbgen.fill import fill_bug

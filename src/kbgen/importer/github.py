@@ -129,6 +129,7 @@ def _fill(kb: Kb, path: Path, environment: str | None) -> bool:
 
     from kbgen import clock
     from kbgen.fill import fill_bug, plan_fill
+    from kbgen.kinds import BUG
     from kbgen.probes.discovery import scan
     from kbgen.probes.report import ProbeReport
     from kbgen.store import read_entry
@@ -139,6 +140,6 @@ def _fill(kb: Kb, path: Path, environment: str | None) -> bool:
         report = ProbeReport.model_validate_json(environment)
     except ValidationError:
         return False
-    entry = read_entry(path, "bug", kb.project)
+    entry = read_entry(path, BUG, kb.project)
     plan = plan_fill(kb, entry.record, scan(kb.project)[0])
     return fill_bug(entry, plan, report, now=clock.now(), by=clock.user()).written

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbgen.keyfacts import KEY_FACT_KEYS, KEY_FACTS
+from kbgen.kinds import BUG, CAUSE, ERROR, FIX, KINDS
 from kbgen.models import (
     CLOSED_STATUSES,
-    FOLDERS,
     Bug,
     ErrorType,
     Fix,
@@ -46,7 +46,7 @@ CLOSED_VALUES = frozenset(s.value for s in CLOSED_STATUSES)
 
 def page_uri(kind: str, record_id: str) -> str:
     """The docs-relative path of the page of a record of ``kind``."""
-    return f"{FOLDERS[kind]}/{record_id}.md"  # the site mirrors kb/'s folders
+    return f"{KINDS[kind].folder}/{record_id}.md"  # the site mirrors kb/'s folders
 
 
 def relative(target: str, here: str) -> str:
@@ -92,10 +92,10 @@ class SiteData:
 
     def __post_init__(self) -> None:
         # Plain dicts, made once: templates look records up thousands of times per build.
-        self.errors: dict[str, ErrorType] = self.kb.error_types
-        self.causes: dict[str, RootCause] = self.kb.root_causes
-        self.fixes: dict[str, Fix] = self.kb.fix_records
-        self.bugs: dict[str, Bug] = self.kb.bug_records
+        self.errors: dict[str, ErrorType] = self.kb.records(ERROR)
+        self.causes: dict[str, RootCause] = self.kb.records(CAUSE)
+        self.fixes: dict[str, Fix] = self.kb.records(FIX)
+        self.bugs: dict[str, Bug] = self.kb.records(BUG)
         self._link_bugs()
         self._link_knowledge()
 
@@ -103,16 +103,16 @@ class SiteData:
 
     def source_of(self, kind: str, record_id: str) -> str:
         """The project-relative path of the file a record was read from."""
-        entry = self.kb.of(kind)[record_id]
+        entry = self.kb.entries(KINDS[kind])[record_id]
         return self.kb.project.rel(entry.path)
 
     def digest(self, kind: str, record_id: str) -> str:
         """The content digest of a record's file ('-' when there is no such record)."""
-        entry = self.kb.of(kind).get(record_id)
+        entry = self.kb.entries(KINDS[kind]).get(record_id)
         return entry.source.digest if entry is not None else "-"
 
     def body(self, kind: str, record_id: str) -> str:
-        return str(self.kb.of(kind)[record_id].source.body)
+        return self.kb.entries(KINDS[kind])[record_id].source.body
 
     # ------------------------------------------------------------------ reverse links
 

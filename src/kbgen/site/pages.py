@@ -22,6 +22,7 @@ from kbgen.site import render
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.site.output import folder_files
 from kbgen.site.data import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
+from kbgen.kinds import BUG, KINDS, R, RecordKind
 from kbgen.store import Entry, Kb, Project, load_kb, read_entry
 
 
@@ -75,19 +76,19 @@ class EntryCache:
     """Entries of files that did not change since they were read (same size, times and inode)."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry]] = {}
+        self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry[Any]]] = {}
 
-    def read(self, path: Path, kind: str, project: Project) -> Entry:
+    def read(self, path: Path, kind: RecordKind[R], project: Project) -> Entry[R]:
         try:
             st = path.stat()
             stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
         except OSError:
             return read_entry(path, kind, project)  # reports the problem with file and line
-        known = self.entries.get((kind, path))
+        known = self.entries.get((kind.name, path))
         if known is not None and known[0] == stamp:
             return known[1]
         entry = read_entry(path, kind, project)  # a broken file raises and is not remembered
-        self.entries[(kind, path)] = (stamp, entry)
+        self.entries[(kind.name, path)] = (stamp, entry)
         return entry
 
 
@@ -138,8 +139,8 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
     """Each page with its render function, arguments and the digests its content depends on."""
     everything = [
         site.digest(kind, rid)
-        for kind in ("error", "cause", "fix", "bug")
-        for rid in sorted(site.kb.of(kind))
+        for kind in KINDS
+        for rid in sorted(site.kb.entries(KINDS[kind]))
     ]
     probes = _key(*(repr(p) for p in site.probes.values()))
     # prose links each known bug id it mentions: a bug added or removed changes those links
@@ -152,7 +153,7 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
         ("cause", render.render_cause, _cause_deps),
         ("fix", render.render_fix, _fix_deps),
     ):
-        for record_id, entry in site.kb.of(kind).items():
+        for record_id, entry in site.kb.entries(KINDS[kind]).items():
             deps = [site.digest(kind, record_id), probes, *dated, *deps_of(site, entry.record)]
             yield _page(kind, record_id, site), fn, (record_id,), deps
     from kbgen.fleet.pages import plan as fleet_plan
@@ -198,7 +199,7 @@ def _fix_deps(site: SiteData, fix: Any) -> list[str]:
 
 
 def _page(kind: str, record_id: str, site: SiteData) -> Page:
-    title = site.kb.of(kind)[record_id].record.title
+    title = site.kb.entries(KINDS[kind])[record_id].record.title
     return Page(page_uri(kind, record_id), "", site.source_of(kind, record_id), kind, title)
 
 
@@ -262,7 +263,7 @@ def site_options(config: Path) -> SiteOptions:
 def report_files(project: Project) -> dict[str, Path]:
     """The full probe reports kept beside bugs (``kb/bugs/BUG-…/env-*.json``), by site uri;
     bug pages link to them."""
-    folder = project.folder("bug")
+    folder = project.folder(BUG)
     return {f"bugs/{p.parent.name}/{p.name}": p for p in sorted(folder.glob("BUG-*/env-*.json"))}
 
 

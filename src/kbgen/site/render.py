@@ -25,6 +25,7 @@ from markupsafe import Markup
 import kbgen
 from kbgen.site import mdsafe
 from kbgen.errors import KbgenError, relpath
+from kbgen.kinds import KINDS
 from kbgen.models import Likelihood, Status
 from kbgen.site.text import (
     dashboard_charts,
@@ -98,17 +99,16 @@ def _href(context: Any, target: str) -> Markup:
     return Markup(relative(target, context["here"]))
 
 
-_RECORDS = {"bug": "bugs", "error": "errors", "cause": "causes", "fix": "fixes"}
 _ORDER: dict[str, list[Any]] = {"status": list(Status), "sev": SEVERITY_ORDER}
 
 
 @jinja2.pass_context
 def _link(context: Any, kind: str, record_id: str) -> Markup:
     """``[title](page)`` for a record, or its id as text when there is no such record."""
-    records = getattr(context["site"], _RECORDS[kind])
-    if record_id not in records:
+    entries = context["site"].kb.entries(KINDS[kind])
+    if record_id not in entries:
         return mdsafe.inline(record_id)
-    label = record_id if kind == "bug" else records[record_id].title
+    label = record_id if kind == "bug" else entries[record_id].record.title
     return Markup(f"[{mdsafe.inline(label)}]({relative(page_uri(kind, record_id), context['here'])})")
 
 
