@@ -65,7 +65,7 @@ def save_bug(entry: Entry[Bug], make: Callable[[Entry[Bug]], dict[str, Any]]) ->
         if legacy_keys(fresh):
             writes.update(dict.fromkeys(legacy_keys(fresh), REMOVE))
             writes.setdefault("environments", fresh.record.environments)
-        bug: Bug = fresh.record
+        bug = fresh.record
         Bug.model_validate({**bug.model_dump(by_alias=True), **changes})  # never write a bug that cannot load
         return writes
 
@@ -78,10 +78,10 @@ def _known(kb: Kb, kind: RecordKind[Record], record_id: str, option: str) -> Non
         import difflib
 
         close = difflib.get_close_matches(record_id, list(kb.entries(kind)), n=1)
-        folder = f"kb/{kind.folder}/"
+        name, folder = kind.name, f"kb/{kind.folder}/"
         raise UnknownIdError(
-            f"{option} {record_id!r}: no such {kind.name} in {folder}",
-            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen list-{kind.name}s` or {folder} lists them",
+            f"{option} {record_id!r}: no such {name} in {folder}",
+            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen list-{name}s` or {folder} lists them",
         )
 
 
@@ -118,7 +118,7 @@ def set_status(
     note = None if note is None else redact_text(note, user="")
 
     def make(fresh: Entry[Bug]) -> dict[str, Any]:
-        bug: Bug = fresh.record
+        bug = fresh.record
         changes: dict[str, Any] = {}
         parts = [note] if note else []
         if cause:
@@ -144,7 +144,7 @@ def record_fix(kb: Kb, entry: Entry[Bug], fix: str, outcome: AttemptOutcome, not
     _known(kb, FIX, fix, "FIX-ID")
 
     def make(fresh: Entry[Bug]) -> dict[str, Any]:
-        bug: Bug = fresh.record
+        bug = fresh.record
         attempts = with_fix(bug, fix, outcome, note, clock.now().date())
         if attempts == bug.fixes_tried:
             return {}
@@ -169,7 +169,7 @@ def set_step(kb: Kb, entry: Entry[Bug], step_id: str, state: str, note: str | No
     seen: list[str] = []
 
     def make(fresh: Entry[Bug]) -> dict[str, Any]:
-        bug: Bug = fresh.record
+        bug = fresh.record
         steps = checklist(kb, bug)
         index = next((i for i, s in enumerate(steps) if s.id == step_id), None)
         if index is None:
@@ -198,7 +198,7 @@ def migrate_bug(kb: Kb, entry: Entry[Bug]) -> list[str]:
     rewritten: list[str] = []
 
     def make(fresh: Entry[Bug]) -> dict[str, Any]:
-        bug: Bug = fresh.record
+        bug = fresh.record
         changes: dict[str, Any] = {}
         if legacy_keys(fresh):
             changes["environments"] = _migrated_environments(fresh)

@@ -252,7 +252,7 @@ def _renumbered_from(kb: Kb, bug_id: str) -> Entry[Bug] | None:
 
 def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None) -> Renumbered:
     path = entry.path
-    bug: Bug = entry.record
+    bug = entry.record
     slug = path.stem[len(bug_id) + 1 :]
     event = _event(EventKind.renumber, old=bug_id)
     target_day = day or dt.datetime.strptime(bug.date, "%Y%m%d").date()

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 MANUAL = "manual"
 STATUS = "status"
 _CONSTANTS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
-_COMPARE = {
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], object]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,

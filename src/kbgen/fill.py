@@ -313,7 +313,7 @@ def fill_bug(
     fixes: dict[str, Entry[Fix]] | None = None,
 ) -> FillOutcome:
     """Write ``report`` into the bug of ``entry``; raises ConflictError if the file changed meanwhile."""
-    bug: Bug = entry.record
+    bug = entry.record
     if report.interpreter_error:
         raise _not_run(report)
     changes = compute_changes(bug, plan, report, now=now, by=by, primary=primary)

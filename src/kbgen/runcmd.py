@@ -118,11 +118,11 @@ def run(argv: list[str], *, tty: bool | None = None) -> Outcome:
     return Outcome(status, capture, name, error_text)
 
 
-def _start(argv: list[str], env: dict[str, str], **streams: object) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], env: dict[str, str], stdout: int, stderr: int) -> subprocess.Popen[bytes]:
     from kbgen.errors import KbgenError
 
     try:
-        return subprocess.Popen(argv, env=env, **streams)  # type: ignore[call-overload]
+        return subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr)
     except OSError as exc:
         raise KbgenError(f"{argv[0]}: cannot run: {exc.strerror or exc}") from None
 

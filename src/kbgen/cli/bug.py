@@ -139,7 +139,7 @@ def _causes_and_fixes(bug: Any) -> list[str]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the bug's id and old and new status as JSON.")
 @click.pass_context
-def status(ctx: click.Context, bug_id: str, new_status: str, **opts: Any) -> None:
+def status(ctx: click.Context, /, bug_id: str, new_status: str, **opts: Any) -> None:
     """Change a bug's status and record it in its history.
 
     Closing a bug should say why: name the cause and the fix that worked.

@@ -154,7 +154,7 @@ def _print_problems(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the new bug's id and file as JSON.")
 @click.pass_context
-def new_bug(ctx: click.Context, **opts: Any) -> None:
+def new_bug(ctx: click.Context, /, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
 
     Prompts for what is missing when run in a terminal. The file is rendered from

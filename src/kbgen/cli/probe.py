@@ -32,7 +32,13 @@ COLOURS = {
 MIN_MEMORY = 64 * 2**20  # below this a worker cannot even read its job list
 
 
-class Size(click.ParamType):
+if TYPE_CHECKING:
+    _IntType = click.ParamType[int]  # generic from click 8.4 on; kbgen runs with click 8.1 too
+else:
+    _IntType = click.ParamType
+
+
+class Size(_IntType):
     """A size in bytes written as 512M, 4G, 1.5G or 0 (no limit)."""
 
     name = "size"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kbgen.errors import KbgenError
 from kbgen.importer.markdown import (
@@ -18,6 +18,7 @@ from kbgen.importer.markdown import (
 from kbgen.models import BUG_ID_RE, Severity, Status
 from kbgen.store import Kb
 
+W = TypeVar("W", Severity, Status)
 _SEVERITY_WORDS = {
     Severity.critical: ("critical", "blocker", "urgent", "p0", "highest"),
     Severity.high: ("high", "major", "p1", "important"),
@@ -106,7 +107,7 @@ def bug_id_of(meta: dict[str, Any], sections: list[Section], notes: list[str]) -
     return None
 
 
-def _word_match(value: str, table: dict[Any, tuple[str, ...]]) -> Any:
+def _word_match(value: str, table: dict[W, tuple[str, ...]]) -> W | None:
     text = re.sub(r"[*_`]", "", value).strip().lower()
     for result, words in table.items():
         if text in words:

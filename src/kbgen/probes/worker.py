@@ -20,6 +20,8 @@ With ``--torch`` it imports torch once, before the first probe, so probes share 
 ImportError with that reason instead of killing this one too.
 """
 
+from __future__ import annotations
+
 import faulthandler
 import gc
 import json
@@ -31,6 +33,13 @@ import threading
 import time
 import traceback
 
+TYPE_CHECKING = False  # typing is not imported at run time: every probe run starts this script
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any, TextIO
+
+    Json = dict[str, Any]
+
 MARK = "@@kbgen@@ "
 TAIL = 4000
 SCALARS = (str, int, float, bool, type(None))
@@ -39,13 +48,13 @@ FACT_LIMIT = 1000
 MEMORY_CAP = {"bytes": 0}  # set by --memory
 
 
-def _emit(channel, event, **data):
+def _emit(channel: TextIO, event: str, **data: Any) -> None:
     data["event"] = event
     channel.write(MARK + json.dumps(data, default=str) + "\n")
     channel.flush()
 
 
-def _offset():
+def _offset() -> int:
     """Where the next output lands in the output file (fd 2)."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -55,7 +64,7 @@ def _offset():
         return 0
 
 
-def read_tail(fd, start, limit=TAIL):
+def read_tail(fd: int, start: int, limit: int = TAIL) -> str:
     """The last ``limit`` bytes written to ``fd`` since ``start`` (pread: no shared offset moves)."""
     try:
         size = os.fstat(fd).st_size
@@ -68,13 +77,13 @@ def read_tail(fd, start, limit=TAIL):
         return ""
 
 
-def _tail(start):
+def _tail(start: int) -> str:
     sys.stdout.flush()
     sys.stderr.flush()
     return read_tail(2, start)
 
 
-def _ppids():
+def _ppids() -> dict[int, tuple[int, bytes]]:
     """{pid: (parent pid, state)} for every process in /proc (empty where there is no /proc)."""
     table = {}  # type: dict[int, tuple[int, bytes]]
     try:
@@ -93,13 +102,14 @@ def _ppids():
     return table
 
 
-def descendants(root):
+def descendants(root: int) -> list[int]:
     """Every live process below ``root`` (zombies left out: they cannot do anything any more)."""
     table = _ppids()
     children = {}  # type: dict[int, list[int]]
     for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
-    found, todo = [], [root]
+    found: list[int] = []
+    todo = [root]
     while todo:
         for kid in children.get(todo.pop(), ()):
             if kid not in found:
@@ -108,7 +118,7 @@ def descendants(root):
     return [pid for pid in found if table[pid][1] not in (b"Z", b"X")]
 
 
-def kill_descendants(root, rounds=50):
+def kill_descendants(root: int, rounds: int = 50) -> None:
     """SIGKILL everything below ``root``, again and again while new processes appear."""
     for attempt in range(rounds):
         alive = descendants(root)
@@ -126,16 +136,16 @@ def kill_descendants(root, rounds=50):
 class _Blocker:
     """A meta-path finder that makes ``import torch`` fail with a reason instead of a crash."""
 
-    def __init__(self, reason):
+    def __init__(self, reason: str) -> None:
         self.reason = reason
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
         if name == "torch" or name.startswith("torch."):
             raise ImportError(self.reason, name=name)
         return None
 
 
-def _import_torch(channel):
+def _import_torch(channel: TextIO) -> tuple[ModuleType | None, str | None]:
     start = _offset()
     _emit(channel, "import", module="torch", offset=start)
     started = time.perf_counter()
@@ -163,7 +173,7 @@ def _import_torch(channel):
     return torch, None
 
 
-def _unmet(needs, torch_state):
+def _unmet(needs: list[str], torch_state: Json) -> str | None:
     """Why the probe cannot run here, or None."""
     for need in needs:
         if need in ("torch", "cuda") and torch_state["module"] is None:
@@ -178,7 +188,7 @@ def _unmet(needs, torch_state):
     return None
 
 
-def _cut(text, limit):
+def _cut(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` at a word end: kbgen redacts secrets later, and a token cut in two
     would lose the prefix that gives it away."""
     kept = text[: limit - 1]
@@ -187,7 +197,7 @@ def _cut(text, limit):
     return kept.rstrip() + "…"
 
 
-def _clean(result):
+def _clean(result: object) -> tuple[Json | None, str | None]:
     """Check a probe's return value; return (result, problem)."""
     if not isinstance(result, dict):
         return None, f"run() returned {type(result).__name__}, not a dict"
@@ -209,7 +219,7 @@ def _clean(result):
     return {"status": result.get("status"), "message": message, "facts": clean}, None
 
 
-def _run_one(job):
+def _run_one(job: Json) -> object:
     namespace = {"__name__": "kbgen_probe_" + job["id"].replace("-", "_"), "__file__": job["path"]}
     with open(job["path"], encoding="utf-8") as handle:
         code = compile(handle.read(), job["path"], "exec")
@@ -220,7 +230,7 @@ def _run_one(job):
     return runner()
 
 
-def _probe(channel, job, torch_state):
+def _probe(channel: TextIO, job: Json, torch_state: Json) -> None:
     start = _offset()
     _emit(channel, "start", id=job["id"], offset=start)
     started = time.perf_counter()
@@ -257,18 +267,18 @@ def _probe(channel, job, torch_state):
     )
 
 
-def _out_of_memory():
+def _out_of_memory() -> str:
     if MEMORY_CAP["bytes"]:
         cap = "%.0f MiB" % (MEMORY_CAP["bytes"] / 2**20)
         return "out of memory: the probe needed more than its memory cap of " + cap + " (--memory-limit)"
     return "out of memory (MemoryError)"
 
 
-def _option(argv, name):
+def _option(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def _cap_memory(limit):
+def _cap_memory(limit: int) -> None:
     """Cap the data memory (heap and private mappings; not the address space CUDA reserves)."""
     try:
         import resource
@@ -283,7 +293,7 @@ def _cap_memory(limit):
     MEMORY_CAP["bytes"] = limit
 
 
-def _bail(scratch):
+def _bail(scratch: str | None) -> None:
     """kbgen is gone: take every process this worker started with it, and the scratch folder."""
     kill_descendants(os.getpid())
     if scratch:
@@ -291,7 +301,7 @@ def _bail(scratch):
     os._exit(1)
 
 
-def _wait_for_eof(fd, scratch):
+def _wait_for_eof(fd: int, scratch: str | None) -> None:
     """kbgen holds the write end of this pipe and never writes: end of file means it is gone."""
     try:
         if os.read(fd, 1):
@@ -301,7 +311,7 @@ def _wait_for_eof(fd, scratch):
     _bail(scratch)
 
 
-def _death_signal():
+def _death_signal() -> bool:
     """Have Linux send SIGTERM when kbgen exits; False where that cannot be arranged."""
     if not sys.platform.startswith("linux"):
         return False
@@ -310,12 +320,13 @@ def _death_signal():
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans of probes stay ours to kill
-        return libc.prctl(1, int(signal.SIGTERM), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+        done: int = libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        return done == 0
     except (OSError, AttributeError):
         return False
 
 
-def _watch_parent(argv):
+def _watch_parent(argv: list[str]) -> None:
     """Exit with the whole tree when kbgen exits, however it exits (SIGKILL included)."""
     scratch = _option(argv, "--scratch")
     signal.signal(signal.SIGTERM, lambda signum, frame: _bail(scratch))
@@ -333,7 +344,7 @@ def _watch_parent(argv):
         _wait_for_eof(fd, scratch)
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     # Running as a script put this folder first on sys.path; probes must not import our siblings.
     here = os.path.dirname(os.path.abspath(__file__))  # noqa: PTH100, PTH120
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]  # noqa: PTH100
@@ -352,7 +363,7 @@ def main(argv):
     blocked = os.environ.get("KBGEN_TORCH_BLOCKED")
     if blocked:
         sys.meta_path.insert(0, _Blocker(blocked))
-    torch_state = {"module": None, "error": blocked or "not imported"}
+    torch_state: Json = {"module": None, "error": blocked or "not imported"}
     if "--torch" in argv and not blocked:
         torch_state["module"], torch_state["error"] = _import_torch(channel)
     # Read every job first, then detach stdin: a probe that reads stdin must not eat the job list.

@@ -294,7 +294,8 @@ def failure_site(lines: list[str]) -> str | None:
 
 
 def _title(line: str) -> str:
-    return _LINE_PREFIX.sub("", _WHAT.sub("", line.strip())).strip()
+    title: str = _LINE_PREFIX.sub("", _WHAT.sub("", line.strip()))
+    return title.strip()
 
 
 def _bounded_title(text: str) -> str:
