@@ -18,11 +18,11 @@ from typing import Any
 import jinja2
 import yaml
 
-from kbgen.site import render
 from kbgen.errors import EntryError, KbgenError, Problem
-from kbgen.site.output import folder_files
-from kbgen.site.data import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
 from kbgen.kinds import BUG, KINDS, R, RecordKind
+from kbgen.site import render
+from kbgen.site.data import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
+from kbgen.site.output import folder_files
 from kbgen.store import Entry, Kb, Project, load_kb, read_entry
 
 
@@ -138,9 +138,7 @@ INDEX_PAGES: list[tuple[str, Renderer]] = [
 def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], list[str]]]:
     """Each page with its render function, arguments and the digests its content depends on."""
     everything = [
-        site.digest(kind, rid)
-        for kind in KINDS
-        for rid in sorted(site.kb.entries(KINDS[kind]))
+        site.digest(name, rid) for name, kind in KINDS.items() for rid in sorted(site.kb.entries(kind))
     ]
     probes = _key(*(repr(p) for p in site.probes.values()))
     # prose links each known bug id it mentions: a bug added or removed changes those links

@@ -26,9 +26,9 @@ from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
 from kbgen import clock, layers
-from kbgen.site import mdsafe, output, pages, render
 from kbgen.errors import KbgenError
 from kbgen.fleet.pages import FLEET
+from kbgen.site import mdsafe, output, pages, render
 from kbgen.site.data import ERRORS
 from kbgen.store import Project, find_project
 

@@ -23,19 +23,10 @@ import jinja2
 from markupsafe import Markup
 
 import kbgen
-from kbgen.site import mdsafe
 from kbgen.errors import KbgenError, relpath
 from kbgen.kinds import KINDS
 from kbgen.models import Likelihood, Status
-from kbgen.site.text import (
-    dashboard_charts,
-    first_sentence,
-    icon,
-    link_bug_ids,
-    mark,
-    readable_pattern,
-    task,
-)
+from kbgen.site import mdsafe
 from kbgen.site.data import (
     BUGS,
     CAUSES,
@@ -48,6 +39,15 @@ from kbgen.site.data import (
     SiteData,
     page_uri,
     relative,
+)
+from kbgen.site.text import (
+    dashboard_charts,
+    first_sentence,
+    icon,
+    link_bug_ids,
+    mark,
+    readable_pattern,
+    task,
 )
 
 _LIKELIHOOD_RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
