@@ -1,13 +1,22 @@
-"""Shared fixtures: write a tree of files, and a small valid KB to run commands against."""
+"""Shared helpers and fixtures: run kbgen as a user does (in-process or as its own process),
+write a tree of files, and a small valid KB to run commands against."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from kbgen.cli import cli
+from probes_fixtures import probe_file
 
 #: The error types the shipped KB must cover; links and tools rely on these ids.
 REQUIRED_ERROR_IDS = frozenset(
@@ -99,8 +108,56 @@ Training died in the loss.
 """
 
 
-def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
-    """Write ``{relative path: text or bytes}`` under ``root``; returns ``root``."""
+def invoke(*args: str, input: str | None = None, **env: str) -> Result:
+    """``kbgen ARGS`` through click's CliRunner, with ``env`` set for the call. A Python exception
+    other than click's exit fails the test: a user must get an error message, never a traceback."""
+    result = CliRunner().invoke(cli, list(args), input=input, env=env or None)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def run(*args: str, input: str | None = None, **env: str) -> tuple[int, str]:
+    """``invoke`` cut down to what a user sees: the exit code and everything printed."""
+    result = invoke(*args, input=input, **env)
+    return result.exit_code, result.output
+
+
+#: the command line that starts this checkout's kbgen, for a test that needs Popen or a terminal
+KBGEN = [sys.executable, "-m", "kbgen"]
+
+
+def kbgen(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``kbgen ARGS`` in a process of its own, as a user runs it: stdin is not a terminal (or is
+    ``input``), ``env`` is added to this process's environment, and a hang fails the one test."""
+    return subprocess.run(
+        [*KBGEN, *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def edit(root: Path, rel: str, old: str, new: str) -> None:
+    """Replace ``old`` (which must be there) by ``new`` in the file ``rel`` under ``root``."""
+    path = root / rel
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def write_tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
+    """Write ``{relative path: text or bytes}`` under ``root`` (text dedented, UTF-8); returns ``root``."""
     for rel, content in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,6 +166,31 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             path.write_bytes(textwrap.dedent(content).encode("utf-8"))
     return root
+
+
+#: the fixture KB's one bug (``BUG`` above), in kb/bugs/BUG_ID.md
+BUG_ID = "BUG-20251109-002"
+
+
+def bug_path(root: Path) -> Path:
+    return root / "kb" / "bugs" / f"{BUG_ID}.md"
+
+
+def frontmatter(root: Path) -> dict:
+    """The fixture bug's frontmatter as plain YAML data (what a person reading the file sees)."""
+    return yaml.safe_load(bug_path(root).read_text().split("---\n")[1])
+
+
+def add_keys(root: Path, extra: str) -> None:
+    """Add frontmatter lines to the fixture bug (before its closing ---)."""
+    path = bug_path(root)
+    head, body = path.read_text().split("\n---\n", 1)
+    path.write_text(head + "\n" + extra.strip("\n") + "\n---\n" + body)
+
+
+def add_probe(root: Path, probe_id: str, body: str, **meta: Any) -> None:
+    """A project probe ``kb/probes/PROBE_ID.py`` whose ``run()`` has ``body``."""
+    (root / "kb" / "probes" / f"{probe_id}.py").write_text(probe_file(probe_id, body, **meta))
 
 
 def base_kb_files() -> dict[str, str | bytes]:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
@@ -64,11 +62,9 @@ def kbgen(
     root: Path, *args: str, env: dict[str, str] | None = None, timeout: int = 300
 ) -> CompletedProcess[str]:
     """``kbgen ARGS`` run as a user runs it, in ``root``, with this checkout's kbgen."""
-    env = {**(env if env is not None else os.environ), "PYTHONPATH": str(SRC)}
-    argv = [sys.executable, "-m", "kbgen", *args]
-    return subprocess.run(
-        argv, cwd=root, capture_output=True, text=True, timeout=timeout, env=env, check=False
-    )
+    import conftest  # here, not at the top: the fleet benchmark imports this module without pytest
+
+    return conftest.kbgen(*args, cwd=root, env={**(env or {}), "PYTHONPATH": str(SRC)}, timeout=timeout)
 
 
 def node_file(root: Path, node: str) -> dict:

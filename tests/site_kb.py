@@ -10,8 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from conftest import write_tree
 
 REPO = Path(__file__).resolve().parent.parent
 TODAY = "2025-11-21T10:00:00+00:00"
@@ -304,20 +305,12 @@ def site_kb_files() -> dict[str, str]:
     }
 
 
-def write_files(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
 def make_site_project(root: Path, files: dict[str, str] | None = None, *, site_config: bool = True) -> Path:
     """A project in ``root``: the fixture KB (or ``files``), plus the repository's mkdocs.yml and docs/.
 
     Templates are not copied: kbgen falls back to the ones it ships with.
     """
-    write_files(root, site_kb_files() if files is None else files)
+    write_tree(root, site_kb_files() if files is None else files)
     if site_config:
         shutil.copy(REPO / "mkdocs.yml", root / "mkdocs.yml")
         shutil.copytree(REPO / "docs", root / "docs", dirs_exist_ok=True)

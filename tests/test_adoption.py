@@ -4,17 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from conftest import write_tree
-from kbgen.cli import cli
+from conftest import invoke, kbgen, write_tree
 from kbgen.init import FORM_FIELDS, ISSUE_FORM
 from kbgen.models import Bug, Severity
 from kbgen.store import find_project, load_kb
@@ -28,26 +24,11 @@ OOM_LOG = (
 IMA = "CUDA error: an illegal memory access was encountered"
 
 
-def kbgen(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """kbgen as a user runs it: a real process, stdin not a terminal."""
-    return subprocess.run(
-        [sys.executable, "-m", "kbgen", *args],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_layer: None) -> Path:
     """A folder after `kbgen init`, with the base layer on, made the cwd."""
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["init"])
+    result = invoke("init")
     assert result.exit_code == 0, result.output
     monkeypatch.setenv("KBGEN_NOW", "2025-11-21T10:00:00+00:00")
     return tmp_path
@@ -60,17 +41,15 @@ def test_an_empty_project_gets_the_shipped_knowledge(project: Path) -> None:
     kb = load_kb(find_project(project))
     assert "cuda-out-of-memory" in kb.errors and ("error", "cuda-out-of-memory") in kb.base
     assert kb.problems == []
-    runner = CliRunner()
-    triage = runner.invoke(cli, ["triage", "-"], input=OOM_LOG)
+    triage = invoke("triage", "-", input=OOM_LOG)
     assert "1. cuda-out-of-memory" in triage.output
-    base = runner.invoke(cli, ["kb", "list", "--layer", "base", "--kind", "error"]).output.splitlines()
+    base = invoke("kb", "list", "--layer", "base", "--kind", "error").output.splitlines()
     assert len(base) >= 19 and all(line.startswith("base") for line in base)
-    assert runner.invoke(cli, ["kb", "list", "--layer", "project"]).output == ""
+    assert invoke("kb", "list", "--layer", "project").output == ""
 
 
 def test_a_project_record_overrides_the_base_one(project: Path) -> None:
-    runner = CliRunner()
-    copied = runner.invoke(cli, ["kb", "copy", "cuda-out-of-memory"])
+    copied = invoke("kb", "copy", "cuda-out-of-memory")
     assert copied.exit_code == 0, copied.output
     target = project / "kb" / "errors" / "cuda-out-of-memory.md"
     assert (
@@ -81,15 +60,15 @@ def test_a_project_record_overrides_the_base_one(project: Path) -> None:
     kb = load_kb(find_project(project))
     assert kb.errors["cuda-out-of-memory"].record.title.startswith("Ours: ")
     assert ("error", "cuda-out-of-memory") in kb.overrides
-    listed = runner.invoke(cli, ["kb", "list", "--layer", "project"]).output
+    listed = invoke("kb", "list", "--layer", "project").output
     assert listed == "project  error  cuda-out-of-memory  (overrides base)\n"
-    checked = runner.invoke(cli, ["validate", "--strict"])
+    checked = invoke("validate", "--strict")
     assert checked.exit_code == 0, checked.output
     assert (
         "kb/errors/cuda-out-of-memory.md: overrides the base error "
         "kbgen/knowledge/errors/cuda-out-of-memory.md" in checked.output
     )
-    as_json = json.loads(runner.invoke(cli, ["validate", "--format", "json"]).output)
+    as_json = json.loads(invoke("validate", "--format", "json").output)
     assert as_json["overrides"] == [
         {
             "path": "kb/errors/cuda-out-of-memory.md",
@@ -97,9 +76,9 @@ def test_a_project_record_overrides_the_base_one(project: Path) -> None:
             "base": "kbgen/knowledge/errors/cuda-out-of-memory.md",
         }
     ]
-    again = runner.invoke(cli, ["kb", "copy", "cuda-out-of-memory"])
+    again = invoke("kb", "copy", "cuda-out-of-memory")
     assert again.exit_code == 1 and "already a project record" in again.output
-    unknown = runner.invoke(cli, ["kb", "copy", "no-such-thing"])
+    unknown = invoke("kb", "copy", "no-such-thing")
     assert unknown.exit_code == 1 and "no base record 'no-such-thing'" in unknown.output
 
 
@@ -119,7 +98,7 @@ def test_project_records_link_to_base_ones(project: Path) -> None:
                 """
         },
     )
-    result = CliRunner().invoke(cli, ["validate", "--strict"])
+    result = invoke("validate", "--strict")
     assert result.exit_code == 0, result.output
 
 
@@ -143,7 +122,7 @@ def test_base_records_never_link_to_project_ones(
     )
     monkeypatch.setattr("kbgen.layers.base_dir", lambda: base)
     monkeypatch.chdir(root)
-    result = CliRunner().invoke(cli, ["validate"])
+    result = invoke("validate")
     assert result.exit_code == 1
     assert (
         "kbgen/knowledge/causes/base-cause.md:5: fixes.0: the base layer links to the project's fix "
@@ -159,10 +138,9 @@ def test_init_writes_a_working_project_and_never_overwrites(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".pre-commit-config.yaml").write_text("# our hooks\nrepos:\n  - repo: local\n    hooks: []\n")
-    runner = CliRunner()
-    dry = runner.invoke(cli, ["init", "--dry-run"])
+    dry = invoke("init", "--dry-run")
     assert "would create mkdocs.yml" in dry.output and not (tmp_path / "mkdocs.yml").exists()
-    first = runner.invoke(cli, ["init"])
+    first = invoke("init")
     assert first.exit_code == 0, first.output
     for rel in [
         "kb/bugs",
@@ -179,26 +157,25 @@ def test_init_writes_a_working_project_and_never_overwrites(
     steps = [step.get("run", "") for step in workflow["jobs"]["kb"]["steps"]]
     assert "kbgen validate --strict --format github" in steps
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    second = runner.invoke(cli, ["init"])
+    second = invoke("init")
     assert second.output == "Nothing to do: every file is in place.\n"
     assert before == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
 
 
 def test_init_keeps_a_changed_file_unless_forced_and_shows_the_diff(tmp_path: Path) -> None:
-    runner = CliRunner()
-    runner.invoke(cli, ["init", str(tmp_path)])
+    invoke("init", str(tmp_path))
     mkdocs = tmp_path / "mkdocs.yml"
     mkdocs.write_text(mkdocs.read_text().replace("site_name: GPU failure KB", "site_name: Our KB"))
-    kept = runner.invoke(cli, ["init", str(tmp_path)])
+    kept = invoke("init", str(tmp_path))
     assert "kept     mkdocs.yml (differs from kbgen's; --force replaces it)" in kept.output
     assert "site_name: Our KB" in mkdocs.read_text()
-    forced = runner.invoke(cli, ["init", "--force", str(tmp_path)])
+    forced = invoke("init", "--force", str(tmp_path))
     assert "-site_name: Our KB\n+site_name: GPU failure KB" in forced.output
     assert "replaced mkdocs.yml" in forced.output and "site_name: GPU failure KB" in mkdocs.read_text()
 
 
 def test_the_issue_form_is_made_from_the_bug_schema(tmp_path: Path) -> None:
-    CliRunner().invoke(cli, ["init", str(tmp_path)])
+    invoke("init", str(tmp_path))
     form = yaml.safe_load((tmp_path / ISSUE_FORM).read_text())
     fields = {item["id"]: item for item in form["body"] if item["type"] != "markdown"}
     assert set(fields) == {field_id for field_id, *_ in FORM_FIELDS}
@@ -227,16 +204,15 @@ def test_import_github_issues_from_the_form(project: Path) -> None:
         }
     ]
     (project / "issues.json").write_text(json.dumps(issues))
-    runner = CliRunner()
-    first = runner.invoke(cli, ["import", "--github", "issues.json"])
+    first = invoke("import", "--github", "issues.json")
     assert first.output == "#7: wrote BUG-20251120-001 kb/bugs/BUG-20251120-001-assert-in-the-loss.md\n"
     bug = load_kb(find_project(project)).bugs["BUG-20251120-001"].record
     assert bug.error == "cuda-device-side-assert" and bug.severity == Severity.high
     assert bug.tags == ["gpu-failure", "github-7"]
-    again = runner.invoke(cli, ["import", "--github", "issues.json"])
+    again = invoke("import", "--github", "issues.json")
     assert again.output.startswith("#7: already imported as BUG-20251120-001")
     (project / "bad.json").write_text("{not json")
-    bad = runner.invoke(cli, ["import", "--github", "bad.json"])
+    bad = invoke("import", "--github", "bad.json")
     assert bad.exit_code == 1 and bad.output.startswith("Error: bad.json: not JSON")
 
 

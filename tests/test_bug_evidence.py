@@ -7,47 +7,20 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
+from conftest import BUG_ID, add_keys, add_probe, frontmatter, invoke
 from kbgen import clock
 from kbgen.bugs import steps_from
 from kbgen.checks import CheckSyntaxError, parse_check
-from kbgen.cli import cli
 from kbgen.fill import step_verdict
 from kbgen.models import ProbeStatus, StepState
 from kbgen.probes.report import ProbeResult
 from kbgen.store import find_project, load_kb
 from kbgen.triage import draft_from_log
-from probes_fixtures import PASS, probe_file
+from probes_fixtures import PASS
 
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
-BUG_ID = "BUG-20251109-002"
-
-
-def invoke(*args: str, **env: str):
-    result = CliRunner().invoke(cli, list(args), env=env or None)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
-
-
-def bug_path(root: Path) -> Path:
-    return root / "kb" / "bugs" / f"{BUG_ID}.md"
-
-
-def frontmatter(root: Path) -> dict:
-    return yaml.safe_load(bug_path(root).read_text().split("---\n")[1])
-
-
-def add_keys(root: Path, extra: str) -> None:
-    path = bug_path(root)
-    head, body = path.read_text().split("\n---\n", 1)
-    path.write_text(head + "\n" + extra.strip("\n") + "\n---\n" + body)
-
-
-def add_probe(root: Path, probe_id: str, body: str) -> None:
-    (root / "kb" / "probes" / f"{probe_id}.py").write_text(probe_file(probe_id, body))
 
 
 LABELS_STEP = """
@@ -229,60 +202,6 @@ def test_step_ticks_a_manual_step_by_hand(kb_project: Path) -> None:
     missing = invoke("step", BUG_ID, "nope", "done")
     assert missing.exit_code == 1
     assert missing.stderr == f"Error: {BUG_ID} has no step 'nope'\n  hint: its steps: check-gpu\n"
-
-
-# --------------------------------------------------------------------------- closing says why
-
-
-def test_status_fixed_with_cause_and_fix_round_trips_and_validates(kb_project: Path) -> None:
-    result = invoke("status", BUG_ID, "fixed", "--cause", "out-of-range-index", "--fix", "clamp-labels")
-    assert result.output == f"{BUG_ID}: open -> fixed\n"
-    data = frontmatter(kb_project)
-    assert data["confirmed_causes"] == ["out-of-range-index"]
-    assert data["fixes_tried"] == [
-        {"fix": "clamp-labels", "outcome": "worked", "date": data["updated"].date()}
-    ]
-    assert data["history"][-1]["note"] == "cause: out-of-range-index; fix: clamp-labels (worked)"
-    assert invoke("validate", "--strict").exit_code == 0
-    shown = json.loads(invoke("show", BUG_ID, "--json").output)
-    assert shown["status"] == "fixed" and shown["fixes_tried"][0]["outcome"] == "worked"
-    assert shown["body"].startswith("## What happened")
-
-
-def test_a_fixed_bug_without_cause_or_fix_fails_validate_strict(kb_project: Path) -> None:
-    add_keys(kb_project, "fixes_tried:\n  - fix: clamp-labels\n    outcome: failed")
-    assert invoke("status", BUG_ID, "fixed", "--note", "labels clamped").exit_code == 0
-    plain = invoke("validate")
-    assert plain.exit_code == 0
-    expected = (
-        "warning: status: fixed with no confirmed cause and no fix that worked: say why it is closed with "
-        f"`kbgen status {BUG_ID} fixed --cause CAUSE-ID --fix FIX-ID`"
-    )
-    assert expected in plain.output
-    assert invoke("validate", "--strict").exit_code == 1
-
-
-def test_fix_records_an_attempt_while_open_and_rejects_unknown_fixes(kb_project: Path) -> None:
-    result = invoke("fix", BUG_ID, "clamp-labels", "--outcome", "failed", "--note", "still asserts")
-    assert result.output == f"{BUG_ID}: clamp-labels failed\n"
-    data = frontmatter(kb_project)
-    assert data["fixes_tried"][0]["outcome"] == "failed" and data["status"] == "open"
-    assert data["history"][-1]["kind"] == "fix"
-    bad = invoke("fix", BUG_ID, "clamp-label", "--outcome", "worked")
-    assert bad.exit_code == 1
-    assert bad.stderr == (
-        "Error: FIX-ID 'clamp-label': no such fix in kb/fixes/\n  hint: did you mean 'clamp-labels'?\n"
-    )
-
-
-def test_a_repro_verifying_a_fixed_bug_stamps_the_fix_that_worked(kb_project: Path) -> None:
-    add_probe(kb_project, "repro", PASS)
-    add_keys(kb_project, "repro: repro")
-    invoke("status", BUG_ID, "fixed", "--cause", "out-of-range-index", "--fix", "clamp-labels")
-    result = invoke("probe", "--fill", BUG_ID, "repro", KBGEN_NOW="2025-11-25T09:00:00+00:00")
-    assert "; status fixed -> verified; last_verified set on clamp-labels" in result.output
-    assert "last_verified: 2025-11-25" in (kb_project / "kb/fixes/clamp-labels.md").read_text()
-    assert invoke("validate", "--strict").exit_code == 0
 
 
 # --------------------------------------------------------------------------- new bugs and titles

@@ -8,17 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from kbgen.cli import cli
+from conftest import run
 
 BUG = "BUG-20251109-002"
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
 
 
 def test_a_misspelled_command_gets_a_suggestion() -> None:
@@ -105,3 +97,37 @@ def test_shell_completion_offers_ids(kb_project: Path) -> None:
     assert "cuda-smoke" in complete(kb_project, "kbgen probe cu")
     assert complete(kb_project, "kbgen probe --fill BUG") == [BUG]
     assert complete(kb_project, "kbgen tri") == ["triage"]
+
+
+def test_every_command_has_help_and_is_in_the_readme() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code, out = run("--help")
+    assert code == 0
+    commands = [line.split()[0] for line in out.split("Commands:\n", 1)[1].splitlines() if line.strip()]
+    assert sorted(commands) == sorted(
+        [
+            "validate",
+            "new-bug",
+            "list",
+            "show",
+            "status",
+            "renumber",
+            "schema",
+            "probe",
+            "serve",
+            "build-pages",
+            "triage",
+            "import",
+            "fleet",
+            "fix",
+            "step",
+            "migrate",
+            "init",
+            "kb",
+            "run",
+        ]
+    )
+    for name in commands:
+        sub_code, sub_out = run(name, "--help")
+        assert sub_code == 0 and sub_out.startswith(f"Usage: cli {name} "), name
+        assert f"kbgen {name}" in readme, f"{name} is not documented in README.md"

@@ -6,10 +6,8 @@ import os
 import re
 from pathlib import Path
 
-from click.testing import CliRunner
-
+from conftest import invoke
 from fleet_fixtures import dumps, report
-from kbgen.cli import cli
 from site_kb import make_site_project, mkdocs_build
 
 
@@ -22,7 +20,7 @@ def ingest(project: Path, reports: list[dict]) -> None:
     cwd = Path.cwd()
     os.chdir(project)
     try:
-        result = CliRunner().invoke(cli, ["fleet", "ingest", *paths])
+        result = invoke("fleet", "ingest", *paths)
     finally:
         os.chdir(cwd)
     assert result.exit_code == 0, result.output

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from kbgen.cli import cli
+from conftest import invoke
 from kbgen.models import Bug, EventKind, Severity, Status
 from kbgen.store import find_project, load_kb
 
@@ -140,7 +140,7 @@ torch.AcceleratorError: CUDA error: an illegal instruction was encountered
 
 
 def run_import(*args: str) -> Result:
-    return CliRunner().invoke(cli, ["import", *args])
+    return invoke("import", *args)
 
 
 def write(root: Path, name: str, text: str | bytes) -> str:

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import invoke
 from kbgen.probes.discovery import BUILTIN_DIR
+from probes_fixtures import DEFAULT_PROBES
 
 
 def builtin(name: str) -> dict[str, Any]:
@@ -81,22 +81,13 @@ def test_toolkit_against_runtime_names_each_side() -> None:
 
 def test_real_default_probes_on_this_machine(kb_project: Path) -> None:
     pytest.importorskip("torch")
-    result = CliRunner().invoke(cli, ["probe", "--json"])
+    result = invoke("probe", "--json")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["schema_version"] == 1
     assert report["torch_import"]["status"] == "ok"
     results = {r["id"]: r for r in report["results"]}
-    assert list(results) == [
-        "system",
-        "cpu",
-        "packages",
-        "torch-build",
-        "gpu",
-        "compat",
-        "cuda-smoke",
-        "debug-env",
-    ]
+    assert list(results) == list(DEFAULT_PROBES)
     assert all(r["status"] in ("pass", "warn", "skip") for r in results.values()), results
     import torch
 
@@ -115,7 +106,7 @@ def test_gpu_probes_on_a_cuda_machine(kb_project: Path) -> None:
         pytest.skip("no CUDA device")
     shipped = Path(__file__).resolve().parents[1] / "kb" / "probes" / "bce-loss-repro.py"  # the shipped repro
     (kb_project / "kb" / "probes" / shipped.name).write_text(shipped.read_text())
-    result = CliRunner().invoke(cli, ["probe", "--json", "gpu", "compat", "cuda-smoke", "bce-loss-repro"])
+    result = invoke("probe", "--json", "gpu", "compat", "cuda-smoke", "bce-loss-repro")
     assert result.exit_code == 0, result.stderr
     results = {r["id"]: r for r in json.loads(result.stdout)["results"]}
     gpu = results["gpu"]["facts"]

@@ -8,16 +8,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import KBGEN
 from probes_fixtures import PASS, SIGILL, probe_file
 
-KBGEN = [sys.executable, "-m", "kbgen"]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 
 # Starts a child that leaves the process group (setsid) and a grandchild that is orphaned by a

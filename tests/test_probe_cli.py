@@ -7,15 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from kbgen.cli import cli
+from conftest import invoke
 from kbgen.probes.report import ProbeReport
 from probes_fixtures import PASS, probe_file
 
 
 def test_help_shows_examples() -> None:
-    result = CliRunner().invoke(cli, ["probe", "--help"])
+    result = invoke("probe", "--help")
     assert result.exit_code == 0
     for line in (
         "kbgen probe --fill BUG-20251109-002",
@@ -29,7 +27,7 @@ def test_help_shows_examples() -> None:
 
 def test_json_report_is_the_versioned_model(kb_project: Path) -> None:
     (kb_project / "kb" / "probes" / "ok.py").write_text(probe_file("ok", PASS))
-    result = CliRunner().invoke(cli, ["probe", "--json", "ok", "system"])
+    result = invoke("probe", "--json", "ok", "system")
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     report = ProbeReport.model_validate(data)
@@ -54,7 +52,7 @@ def test_json_report_is_the_versioned_model(kb_project: Path) -> None:
 
 
 def test_bad_timeout_is_a_usage_error(kb_project: Path) -> None:
-    result = CliRunner().invoke(cli, ["probe", "--timeout", "0"])
+    result = invoke("probe", "--timeout", "0")
     assert result.exit_code == 2
     assert "Invalid value for '--timeout'" in result.stderr
 
@@ -71,7 +69,7 @@ def test_probe_command_imports_neither_rich_nor_pydantic_nor_torch_for_help() ->
 
 
 def test_kbgen_help_lists_probe_and_the_probe_module_stays_light() -> None:
-    result = CliRunner().invoke(cli, ["--help"])
+    result = invoke("--help")
     assert "  probe " in result.stdout
     # `kbgen --help` imports every command module; this one must not pull in rich, pydantic or torch
     code = (

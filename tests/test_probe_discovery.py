@@ -5,25 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import invoke
 from kbgen.errors import EntryError
 from kbgen.probes import builtin_ids, discover, discover_problems
 from kbgen.store import Project
-from probes_fixtures import PASS, probe_file
-
-FIXED_IDS = {
-    "system",
-    "cpu",
-    "packages",
-    "torch-build",
-    "gpu",
-    "compat",
-    "cuda-smoke",
-    "debug-env",
-    "import-timing",
-}
+from probes_fixtures import BUILTIN_PROBES, DEFAULT_PROBES, PASS, probe_file
 
 
 def write_probe(root: Path, name: str, text: str) -> None:
@@ -31,22 +18,13 @@ def write_probe(root: Path, name: str, text: str) -> None:
 
 
 def test_builtin_ids_are_the_fixed_ones() -> None:
-    assert builtin_ids() == FIXED_IDS
+    assert builtin_ids() == BUILTIN_PROBES
     assert discover_problems(None) == []
 
 
 def test_default_set_is_every_builtin_but_import_timing() -> None:
     defaults = [s.id for s in discover(None) if s.meta.default]
-    assert defaults == [
-        "system",
-        "cpu",
-        "packages",
-        "torch-build",
-        "gpu",
-        "compat",
-        "cuda-smoke",
-        "debug-env",
-    ]
+    assert defaults == list(DEFAULT_PROBES)
 
 
 def test_project_probes_come_after_builtins(kb_project: Path) -> None:
@@ -131,7 +109,7 @@ def test_broken_probe_file_does_not_stop_the_others(kb_project: Path) -> None:
         kb_project, "typo.py", "PROBE = {'id': 'typo', 'title': 'x', 'timout': 3}\n\ndef run():\n    pass\n"
     )
     write_probe(kb_project, "ok.py", probe_file("ok", PASS))
-    result = CliRunner().invoke(cli, ["probe", "ok"])
+    result = invoke("probe", "ok")
     assert result.exit_code == 0
     assert result.stderr == (
         "warning: kb/probes/typo.py:1: PROBE.timout: unknown key; known keys are id, title, description, "
@@ -144,7 +122,7 @@ def test_asking_for_a_broken_probe_says_why(kb_project: Path) -> None:
     write_probe(
         kb_project, "typo.py", "PROBE = {'id': 'typo', 'title': 'x', 'timout': 3}\n\ndef run():\n    pass\n"
     )
-    result = CliRunner().invoke(cli, ["probe", "typo"])
+    result = invoke("probe", "typo")
     assert result.exit_code == 1
     assert (
         "Error: unknown probe id 'typo' (its file is broken: kb/probes/typo.py:1: PROBE.timout: unknown key"
@@ -153,7 +131,7 @@ def test_asking_for_a_broken_probe_says_why(kb_project: Path) -> None:
 
 
 def test_unknown_probe_id_names_the_known_ones(kb_project: Path) -> None:
-    result = CliRunner().invoke(cli, ["probe", "gpu-arch"])
+    result = invoke("probe", "gpu-arch")
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr == (
@@ -165,7 +143,7 @@ def test_unknown_probe_id_names_the_known_ones(kb_project: Path) -> None:
 
 def test_list_shows_what_each_probe_checks_and_needs(kb_project: Path) -> None:
     write_probe(kb_project, "ok.py", probe_file("ok", PASS, needs='["command:nvidia-smi"]'))
-    result = CliRunner().invoke(cli, ["probe", "--list"])
+    result = invoke("probe", "--list")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["ID", "DEFAULT", "NEEDS", "TIMEOUT", "TITLE"]
@@ -178,6 +156,6 @@ def test_list_shows_what_each_probe_checks_and_needs(kb_project: Path) -> None:
 
 def test_list_works_outside_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(cli, ["probe", "--list"])
+    result = invoke("probe", "--list")
     assert result.exit_code == 0
-    assert result.stdout.count("[built-in]") == len(FIXED_IDS)
+    assert result.stdout.count("[built-in]") == len(BUILTIN_PROBES)

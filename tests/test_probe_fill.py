@@ -7,43 +7,22 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
-from click.testing import CliRunner
 
-from kbgen.cli import cli
-from probes_fixtures import PASS, SIGILL, probe_file
+from conftest import BUG_ID, add_keys, add_probe, bug_path, frontmatter, invoke
+from probes_fixtures import DEFAULT_PROBES, PASS, SIGILL
 
-BUG_ID = "BUG-20251109-002"
 FAILING_REPRO = (
     'return {"status": "fail", "message": "illegal memory access reproduced", "facts": {"count": 3}}'
 )
 
 
-def invoke(*args: str, **env: str):
-    result = CliRunner().invoke(cli, list(args), env=env or None)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
-
-
-def bug_path(root: Path) -> Path:
-    return root / "kb" / "bugs" / f"{BUG_ID}.md"
-
-
-def frontmatter(root: Path) -> dict:
-    text = bug_path(root).read_text()
-    return yaml.safe_load(text.split("---\n")[1])
-
-
 def set_keys(root: Path, extra: str, status: str = "open") -> None:
-    """Add frontmatter lines to the fixture bug (before its closing ---)."""
+    """Add frontmatter lines to the fixture bug and set its status."""
     path = bug_path(root)
-    text = path.read_text().replace("status: open  # set by a person", f"status: {status}  # set by a person")
-    head, body = text.split("\n---\n", 1)
-    path.write_text(head + "\n" + extra.strip("\n") + "\n---\n" + body)
-
-
-def add_probe(root: Path, probe_id: str, body: str, **meta) -> None:
-    (root / "kb" / "probes" / f"{probe_id}.py").write_text(probe_file(probe_id, body, **meta))
+    path.write_text(
+        path.read_text().replace("status: open  # set by a person", f"status: {status}  # set by a person")
+    )
+    add_keys(root, extra)
 
 
 @pytest.fixture
@@ -95,18 +74,7 @@ def test_fill_with_the_default_set_writes_environment_findings_progress_and_stat
     for key in ("cpu.flags", "torch-build.arch_list", "gpu.count", "gpu.driver", "gpu.driver_cuda"):
         assert key in everything, key
     findings = {f["probe"]: f for f in env["findings"]}
-    assert list(findings) == [
-        "system",
-        "cpu",
-        "packages",
-        "torch-build",
-        "gpu",
-        "compat",
-        "cuda-smoke",
-        "debug-env",
-        "check-labels",
-        "repro",
-    ]
+    assert list(findings) == [*DEFAULT_PROBES, "check-labels", "repro"]
     assert findings["repro"] == {
         "probe": "repro",
         "status": "fail",

@@ -9,18 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import invoke
 from probes_fixtures import PASS, probe_file
 
 TORCH_PROBES = ("cpu", "torch-build", "gpu", "compat", "cuda-smoke")
-
-
-def invoke(*args: str):
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def script(path: Path, text: str) -> Path:

@@ -7,22 +7,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import invoke
 from probes_fixtures import GARBAGE, HANG, PASS, RAISES, SEGFAULT, SIGILL, probe_file
 
 
-def run_cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.stdout, result.stderr
-
-
 def report_of(*args: str) -> dict:
-    code, out, err = run_cli("probe", "--json", *args)
-    assert code == 0, err
-    return json.loads(out)
+    result = invoke("probe", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 @pytest.fixture
@@ -94,7 +87,8 @@ def test_every_bad_probe_becomes_a_result_and_the_rest_still_run(bad_probes: Pat
 
 
 def test_table_shows_the_crash_and_its_last_words(bad_probes: Path) -> None:
-    code, out, _ = run_cli("probe", "ok", "sigill")
+    result = invoke("probe", "ok", "sigill")
+    code, out = result.exit_code, result.stdout
     assert code == 0
     lines = out.splitlines()
     assert lines[2].split() == ["PROBE", "STATUS", "RESULT"]
@@ -190,7 +184,7 @@ def test_import_timing_finds_the_import_that_hangs(kb_project: Path, tmp_path: P
         "KBGEN_IMPORTS": "quick_mod,hangs_on_import,after_mod,not_installed_mod",
         "KBGEN_IMPORT_LIMIT": "1",
     }
-    result = CliRunner().invoke(cli, ["probe", "--json", "import-timing"], env=env)
+    result = invoke("probe", "--json", "import-timing", **env)
     assert result.exit_code == 0, result.stderr
     found = json.loads(result.stdout)["results"][0]
     assert found["status"] == "fail"

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import KBGEN
 from probes_fixtures import PASS, probe_file
 
-KBGEN = [sys.executable, "-m", "kbgen"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][AB0-2]|\r")
 
 

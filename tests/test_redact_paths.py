@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from kbgen.cli import cli
+from conftest import run
 from probes_fixtures import probe_file
 
 HF = "hf_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9"
@@ -24,11 +22,6 @@ LEAKY = (
     f"remote {GLPAT} at /home/alice/proj/train.py\n"
     f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}\n-----END PRIVATE KEY-----\n"
 )
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.output
 
 
 def assert_clean(text: str) -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
-from site_kb import TODAY, make_site_project, mkdocs_build, write_files
+from conftest import invoke, write_tree
+from site_kb import TODAY, make_site_project, mkdocs_build
 
 
 def html_of(project: Path, page: str) -> str:
@@ -111,14 +110,14 @@ def test_kb_warnings_fail_only_a_strict_build(project: Path) -> None:
 
 
 def test_template_error_fails_the_build_with_template_and_line(project: Path) -> None:
-    write_files(project, {"templates/page-bug.md.j2": "# {{ bug.id }}\n\n{{ bug.titel }}\n"})
+    write_tree(project, {"templates/page-bug.md.j2": "# {{ bug.id }}\n\n{{ bug.titel }}\n"})
     result = mkdocs_build(project)
     assert result.returncode == 1
     assert "templates/page-bug.md.j2:3: " in result.stderr and "titel" in result.stderr
 
 
 def test_a_docs_file_in_the_way_of_a_generated_page_fails(project: Path) -> None:
-    write_files(project, {"docs/bugs/index.md": "# Hand-written list\n"})
+    write_tree(project, {"docs/bugs/index.md": "# Hand-written list\n"})
     result = mkdocs_build(project)
     assert result.returncode == 1
     assert "is in the way of the generated page bugs/index.md" in result.stderr
@@ -128,10 +127,7 @@ def test_a_docs_file_in_the_way_of_a_generated_page_fails(project: Path) -> None
 
 
 def build_pages(project: Path, out: Path, *extra: str) -> tuple[int, str]:
-    runner = CliRunner()
-    result = runner.invoke(
-        cli, ["--kb", str(project), "build-pages", str(out), *extra], env={"KBGEN_NOW": TODAY}
-    )
+    result = invoke("--kb", str(project), "build-pages", str(out), *extra, KBGEN_NOW=TODAY)
     return result.exit_code, result.output
 
 
@@ -159,7 +155,7 @@ def test_build_pages_writes_only_what_changed(project: Path, tmp_path: Path) -> 
 
 def test_build_pages_leaves_other_files_alone(project: Path, tmp_path: Path) -> None:
     out = tmp_path / "pages"
-    write_files(out, {"notes.txt": "mine\n"})
+    write_tree(out, {"notes.txt": "mine\n"})
     assert build_pages(project, out, "--pages-only")[0] == 0
     assert (out / "notes.txt").read_text() == "mine\n"
     assert not (out / "getting-started.md").exists()
@@ -167,7 +163,7 @@ def test_build_pages_leaves_other_files_alone(project: Path, tmp_path: Path) -> 
 
 def test_serve_needs_a_site_configuration(tmp_path: Path) -> None:
     project = make_site_project(tmp_path, site_config=False)
-    result = CliRunner().invoke(cli, ["--kb", str(project), "serve"])
+    result = invoke("--kb", str(project), "serve")
     assert result.exit_code == 1
     assert result.output == (
         f"Error: no mkdocs.yml in {project}\n  hint: pass --config-file, or add one with the kbgen plugin "

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from site_kb import TODAY, make_site_project, write_files
+from conftest import KBGEN, write_tree
+from site_kb import TODAY, make_site_project
 
 pytestmark = pytest.mark.slow
 BUG = "kb/bugs/BUG-20251020-001.md"
@@ -78,7 +79,7 @@ class Server:
 def serve(tmp_path: Path) -> Iterator[Callable[[list[str]], Server]]:
     project = make_site_project(tmp_path)
     # the team has customised one template: kbgen takes it over the packaged one
-    write_files(project, {"templates/page-tags.md.j2": "# Tags\n\n<!-- material/tags -->\n"})
+    write_tree(project, {"templates/page-tags.md.j2": "# Tags\n\n<!-- material/tags -->\n"})
     servers: list[Server] = []
 
     def start(command: list[str]) -> Server:
@@ -108,7 +109,7 @@ def test_mkdocs_serve_livereload_shows_an_edited_bug(serve: Callable[[list[str]]
 
 
 def test_kbgen_serve_reloads_bugs_and_templates(serve: Callable[[list[str]], Server]) -> None:
-    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    server = serve([*KBGEN, "serve"])
     project = server.log.parent
     assert "livereload" in server.page("bugs/")
     edit(project / BUG, "severity: medium", "severity: critical")
@@ -120,12 +121,12 @@ def test_kbgen_serve_reloads_bugs_and_templates(serve: Callable[[list[str]], Ser
     # saving a template rebuilds the pages made from it; a new override takes effect at once
     edit(project / "templates/page-tags.md.j2", "# Tags", "# Tags of our team")
     wait_until(lambda: "Tags of our team" in server.page("tags/"), "edited template served")
-    write_files(project, {"templates/page-probes.md.j2": "# Our probes\n"})
+    write_tree(project, {"templates/page-probes.md.j2": "# Our probes\n"})
     wait_until(lambda: "Our probes" in server.page("probes/"), "new template served")
 
 
 def test_kbgen_serve_reports_a_broken_edit_until_it_is_fixed(serve: Callable[[list[str]], Server]) -> None:
-    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    server = serve([*KBGEN, "serve"])
     edit(server.log.parent / BUG, "severity: medium", "severity: urgent")
     wait_until(lambda: f"{BUG}:7: severity: " in server.output(), "the problem reported with file and line")
     edit(server.log.parent / BUG, "severity: urgent", "severity: low")
@@ -138,7 +139,7 @@ def problem(server: Server) -> str:
 
 
 def test_kbgen_serve_keeps_answering_while_a_record_is_broken(serve: Callable[[list[str]], Server]) -> None:
-    server = serve([sys.executable, "-m", "kbgen", "serve"])
+    server = serve([*KBGEN, "serve"])
     broken = "kb/bugs/BUG-20251109-002.md"  # another bug names it under related:
     edit(server.log.parent / broken, "status: investigating", "status: investigatin")
     wait_until(lambda: f"{broken}:" in problem(server), "the problem published for the banner")
@@ -161,7 +162,7 @@ def test_kbgen_serve_starts_with_a_broken_record_and_recovers(tmp_path: Path) ->
     project = make_site_project(tmp_path)
     broken = project / "kb/bugs/BUG-20251109-002.md"
     edit(broken, "status: investigating", "status: investigatin")
-    server = Server(project, [sys.executable, "-m", "kbgen", "serve"], ready=("", "cannot be published yet"))
+    server = Server(project, [*KBGEN, "serve"], ready=("", "cannot be published yet"))
     try:
         home = server.page("")
         assert "kb/bugs/BUG-20251109-002.md:" in home and "investigatin" in home

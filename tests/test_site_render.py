@@ -13,11 +13,12 @@ from pathlib import Path
 import markdown
 import pytest
 
+from conftest import write_tree
 from kbgen.site import pages, render
 from kbgen.site.data import ProbeInfo, SiteData
 from kbgen.site.render import TemplateError
 from kbgen.store import Project, load_kb
-from site_kb import make_site_project, write_files
+from site_kb import make_site_project
 
 GOLDEN = Path(__file__).parent / "golden"
 TODAY = dt.date(2025, 11, 21)
@@ -164,7 +165,7 @@ def test_page_metadata_is_safe_for_the_theme(env: object, site: SiteData) -> Non
 
 
 def test_project_template_overrides_the_packaged_one(tmp_path: Path, site: SiteData) -> None:
-    write_files(
+    write_tree(
         tmp_path / "custom", {"templates/page-tags.md.j2": "# Our tags\n\n{{ site.bugs | length }} bugs\n"}
     )
     env = render.make_environment(render.template_dirs(tmp_path / "custom"))
@@ -174,7 +175,7 @@ def test_project_template_overrides_the_packaged_one(tmp_path: Path, site: SiteD
 
 
 def test_template_syntax_error_names_file_and_line(tmp_path: Path, site: SiteData) -> None:
-    write_files(tmp_path, {"templates/page-fix.md.j2": "# {{ fix.title }}\n\n{% if fix.risk %}\nno end\n"})
+    write_tree(tmp_path, {"templates/page-fix.md.j2": "# {{ fix.title }}\n\n{% if fix.risk %}\nno end\n"})
     env = render.make_environment(render.template_dirs(tmp_path))
     with pytest.raises(TemplateError) as caught:
         render.render_fix(env, site, "clamp-labels")
@@ -184,7 +185,7 @@ def test_template_syntax_error_names_file_and_line(tmp_path: Path, site: SiteDat
 
 
 def test_template_runtime_error_names_file_and_line(tmp_path: Path, site: SiteData) -> None:
-    write_files(tmp_path, {"templates/page-fix.md.j2": "# {{ fix.title }}\n\n{{ fix.no_such_field }}\n"})
+    write_tree(tmp_path, {"templates/page-fix.md.j2": "# {{ fix.title }}\n\n{{ fix.no_such_field }}\n"})
     env = render.make_environment(render.template_dirs(tmp_path))
     with pytest.raises(TemplateError) as caught:
         render.render_fix(env, site, "clamp-labels")
@@ -230,7 +231,7 @@ steps:
     command: echo three
 ---
 """
-    project = Project(write_files(tmp_path, {"kb/fixes/two-steps.md": fix}))
+    project = Project(write_tree(tmp_path, {"kb/fixes/two-steps.md": fix}))
     site = SiteData(load_kb(project), TODAY, PROBES)
     html = to_html(render.render_fix(env, site, "two-steps"))  # type: ignore[arg-type]
     steps = html.split('<h2 id="steps">Steps</h2>')[1].split("<h2")[0]

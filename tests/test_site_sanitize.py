@@ -15,11 +15,10 @@ from pathlib import Path
 
 import markdown
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbgen.cli import cli
+from conftest import invoke
 from kbgen.site import mdsafe
 from kbgen.site.sanitize import clean_html
 from site_kb import REPO, make_site_project, mkdocs_build, site_kb_files
@@ -249,7 +248,7 @@ def import_hostile_report(project: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     report.write_text(IMPORTED_REPORT, encoding="utf-8")
     monkeypatch.chdir(project)
     monkeypatch.setenv("KBGEN_NOW", "2025-11-20T10:00:00+00:00")
-    result = CliRunner().invoke(cli, ["import", str(report)])
+    result = invoke("import", str(report))
     assert result.exit_code == 0, result.output
     written = "".join(p.read_text() for p in (project / "kb" / "bugs").glob("BUG-20251120-*.md"))
     assert "onerror" in written  # imported as text: the site has to cope with it

@@ -6,17 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import run
 
 BUG_PATH = "kb/bugs/BUG-20251109-002.md"
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
 
 
 def validate_with(kb_project: Path, content: str | bytes, rel: str = BUG_PATH) -> tuple[int, str]:

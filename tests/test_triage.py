@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from conftest import CAUSE, ERROR_IMA, FIX
-from kbgen.cli import cli
+from conftest import CAUSE, ERROR_IMA, FIX, invoke, kbgen
 
 MakeTree = Callable[[dict[str, str | bytes]], Path]
 
@@ -83,7 +80,7 @@ def project(make_tree: MakeTree, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def triage(*args: str, stdin: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(cli, ["triage", *args], input=stdin)
+    return invoke("triage", *args, input=stdin)
 
 
 def write_log(root: Path, text: str | bytes, name: str = "train.log") -> str:
@@ -318,13 +315,6 @@ def _error_type(error_id: str, *regexes: str) -> str:
     return f"{head}signatures:\n{lines}---\n"
 
 
-def run_kbgen(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # a subprocess with a timeout, so that a regression fails one test instead of hanging the run
-    return subprocess.run(
-        [sys.executable, "-m", "kbgen", *args], capture_output=True, text=True, timeout=60, cwd=root
-    )
-
-
 @pytest.mark.parametrize(
     ("regex", "hostile", "matching"),
     [
@@ -340,7 +330,7 @@ def test_backtracking_patterns_run_in_linear_time(
 ) -> None:
     (project / "kb/errors/slow-pattern.md").write_text(_error_type("slow-pattern", regex), encoding="utf-8")
     write_log(project, f"{hostile}\n" * 50 + f"{matching}\n")
-    done = run_kbgen(project, "triage", "--json", "train.log")
+    done = kbgen("triage", "--json", "train.log", cwd=project, timeout=60)
     assert (done.returncode, done.stderr) == (0, "")
     found = json.loads(done.stdout)["matches"]
     assert [(m["error"], m["first_line"]) for m in found] == [("slow-pattern", 51)]
@@ -350,7 +340,7 @@ def test_new_bug_from_log_is_bounded_by_the_same_engine(project: Path) -> None:
     regex = ".*a.*a.*a.*a.*a.*qqq"
     (project / "kb/errors/slow-pattern.md").write_text(_error_type("slow-pattern", regex), encoding="utf-8")
     write_log(project, "a" * 2048 + "\n" + "RuntimeError: a1 a2 a3 a4 a5 qqq\n")
-    done = run_kbgen(project, "new-bug", "--from-log", "train.log", "--date", "2025-11-24")
+    done = kbgen("new-bug", "--from-log", "train.log", "--date", "2025-11-24", cwd=project, timeout=60)
     assert done.returncode == 0, done.stderr
     bug = next((project / "kb/bugs").glob("*.md")).read_text(encoding="utf-8")
     assert "error: slow-pattern" in bug
@@ -363,7 +353,7 @@ LOOKAHEAD = _error_type("lookahead", "CUDA error", "CUDA error(?!: out of memory
 def test_a_signature_re2_cannot_run_is_skipped_and_named(project: Path) -> None:
     (project / "kb/errors/lookahead.md").write_text(LOOKAHEAD, encoding="utf-8")
     write_log(project, "CUDA error: oops\n")
-    done = run_kbgen(project, "triage", "train.log")
+    done = kbgen("triage", "train.log", cwd=project, timeout=60)
     assert done.returncode == 0
     assert done.stderr == (
         "warning: kb/errors/lookahead.md:7: signature skipped: RE2 cannot run this pattern "
@@ -376,7 +366,7 @@ def test_a_signature_re2_cannot_run_is_skipped_and_named(project: Path) -> None:
 def test_an_invalid_pattern_is_reported_and_the_rest_still_triaged(project: Path) -> None:
     broken = _error_type("broken", "CUDA error", "[unclosed")
     (project / "kb/errors/broken.md").write_text(broken, encoding="utf-8")
-    result = CliRunner().invoke(cli, ["triage", write_log(project, f"{IMA_LINE}\n")])
+    result = invoke("triage", write_log(project, f"{IMA_LINE}\n"))
     assert result.exit_code == 0
     assert result.stderr == "warning: 1 KB file(s) could not be loaded; `kbgen validate` lists why\n"
     assert result.stdout.startswith("train.log: 1 line; 1 error type match.\n")
@@ -387,7 +377,7 @@ def test_validate_names_signatures_re2_cannot_run_with_file_and_line(project: Pa
     backref = _error_type("backref", "CUDA error", r"(CUBLAS|CUDNN)_STATUS_\w+ from \1", "x*")
     (project / "kb/errors/backref.md").write_text(backref, encoding="utf-8")
     (project / "kb/errors/broken.md").write_text(_error_type("broken", "[unclosed"), encoding="utf-8")
-    result = CliRunner().invoke(cli, ["validate"])
+    result = invoke("validate")
     assert result.exit_code == 1
     assert (
         "kb/errors/lookahead.md:7: signatures.1: RE2 cannot run this pattern (invalid perl operator: (?!); "

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import invoke
 
 REPO = Path(__file__).resolve().parent.parent
 #: these tests read the knowledge shipped in the package
@@ -101,14 +100,14 @@ def test_the_first_cause_ranks_first_and_consequences_are_marked(
     monkeypatch.chdir(REPO)
     path = tmp_path / "train.log"
     path.write_text(log, encoding="utf-8")
-    result = CliRunner().invoke(cli, ["triage", "--json", str(path)])
+    result = invoke("triage", "--json", str(path))
     assert result.exit_code == 0, result.output
     found = {m["error"]: m for m in json.loads(result.stdout)["matches"]}
     first = json.loads(result.stdout)["matches"][0]
     assert (first["error"], first["consequence_of"]) == (cause, None)
     assert found[consequence]["consequence_of"] == cause
     assert found[consequence]["first_line"] > first["first_line"]
-    text = CliRunner().invoke(cli, ["triage", "--top", "10", str(path)])
+    text = invoke("triage", "--top", "10", str(path))
     assert text.exit_code == 0, text.output
     assert f"1. {cause} (score" in text.stdout
     block = text.stdout[text.stdout.index(f". {consequence} (score") :]
@@ -120,7 +119,7 @@ def test_a_consequence_alone_is_not_marked(tmp_path: Path, monkeypatch: pytest.M
     path = tmp_path / "train.log"
     nccl = ECC_THEN_NCCL[ECC_THEN_NCCL.index("[rank2]: Traceback") :]
     path.write_text(nccl, encoding="utf-8")
-    result = CliRunner().invoke(cli, ["triage", "--json", str(path)])
+    result = invoke("triage", "--json", str(path))
     assert result.exit_code == 0, result.output
     matches = json.loads(result.stdout)["matches"]
     assert [(m["error"], m["consequence_of"]) for m in matches] == [("nccl-error", None)]

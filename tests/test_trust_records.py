@@ -6,17 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import run
 from kbgen.store import find_project, load_kb
 from site_kb import TODAY, make_site_project
 
 
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), env={"KBGEN_NOW": TODAY})
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
+@pytest.fixture(autouse=True)
+def _today(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBGEN_NOW", TODAY)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

@@ -10,31 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kbgen.cli import cli
+from conftest import kbgen, run
 
 BUG_ID = "BUG-20251109-002"
 BUG_PATH = "kb/bugs/BUG-20251109-002.md"
 
 
-def run(*args: str, **kwargs: object) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args), **kwargs)  # type: ignore[arg-type]
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
-
-
-def kbgen(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """kbgen in a process of its own: a crash or a hang fails the test instead of the test run."""
-    return subprocess.run(
-        [sys.executable, "-m", "kbgen", *args],
-        cwd=cwd,
-        env={**os.environ, "KBGEN_NOW": "2025-11-21T10:00:00+00:00"},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+#: the clock kb_project pins, for a kbgen process started outside it
+NOW = {"KBGEN_NOW": "2025-11-21T10:00:00+00:00"}
 
 
 def set_line(project: Path, key: str, value: str) -> None:
@@ -133,7 +117,7 @@ def test_a_time_without_an_offset_is_taken_as_utc(kb_project: Path) -> None:
 def test_a_value_nested_thirty_thousand_levels_deep_is_refused(kb_project: Path) -> None:
     set_line(kb_project, "tags", "[" * 30_000 + "]" * 30_000)
     for command in (["validate"], ["list"], ["new-bug", "--title", "x"]):
-        result = kbgen(kb_project, *command)
+        result = kbgen(*command, cwd=kb_project, env=NOW)
         assert result.returncode == 1, (command, result.returncode, result.stderr[-500:])
         assert f"{BUG_PATH}:10: values are nested more than 64 levels deep" in result.stdout + result.stderr
         assert "Traceback" not in result.stderr
@@ -152,7 +136,7 @@ def test_an_alias_bomb_is_refused_before_it_expands(kb_project: Path) -> None:
     bomb = ["lol0: &a0 [x, x, x, x, x, x, x, x, x]"]
     bomb += [f"lol{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
     set_line(kb_project, "tags", "[loss]\n" + "\n".join(bomb))
-    result = kbgen(kb_project, "validate", timeout=30)
+    result = kbgen("validate", timeout=30, cwd=kb_project, env=NOW)
     assert result.returncode == 1
     assert f"{BUG_PATH}:12: *a0 repeats a list or mapping; write the values out instead" in result.stdout
 
@@ -174,13 +158,13 @@ def test_a_fifo_or_device_among_the_records_never_hangs(kb_project: Path) -> Non
     (bugs / "BUG-20251109-006.md").symlink_to("/dev/zero")
     os.mkfifo(kb_project / "kb/probes/stuck.py")
     for command in (["validate"], ["list"], ["new-bug", "--title", "x"], ["status", BUG_ID, "fixed"]):
-        result = kbgen(kb_project, *command, timeout=60)
+        result = kbgen(*command, timeout=60, cwd=kb_project, env=NOW)
         assert result.returncode == 1, (command, result.stderr)
         text = result.stdout + result.stderr
         assert "kb/bugs/BUG-20251109-005.md: a named pipe (FIFO), not a regular file" in text
         assert "kb/bugs/BUG-20251109-006.md: a device, not a regular file" in text
         assert "Traceback" not in text
-    result = kbgen(kb_project, "validate")
+    result = kbgen("validate", cwd=kb_project, env=NOW)
     assert "kb/probes/stuck.py: a named pipe (FIFO), not a regular file" in result.stdout
 
 
@@ -190,7 +174,7 @@ def test_importing_a_device_or_fifo_fails_cleanly(kb_project: Path, source: str)
         source = str(kb_project / "report.md")
         os.mkfifo(source)
     before = kb_files(kb_project)
-    result = kbgen(kb_project, "import", source, timeout=60)
+    result = kbgen("import", source, timeout=60, cwd=kb_project, env=NOW)
     assert result.returncode == 1
     assert "not a regular file; nothing was written" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -202,7 +186,7 @@ def test_a_fifo_in_docs_does_not_hang_build_pages(tmp_path: Path) -> None:
 
     project = make_site_project(tmp_path / "project")
     os.mkfifo(project / "docs/notes.md")
-    result = kbgen(project, "build-pages", str(tmp_path / "pages"))
+    result = kbgen("build-pages", str(tmp_path / "pages"), cwd=project, env=NOW)
     assert result.returncode == 1
     assert result.stderr.startswith(
         f"Error: {project / 'docs/notes.md'}: a named pipe (FIFO), not a regular file"

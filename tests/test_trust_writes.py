@@ -5,16 +5,14 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from conftest import KBGEN, run
 from kbgen import fileio
 from kbgen.bugedit import set_status
-from kbgen.cli import cli
 from kbgen.models import Status
 from kbgen.store import Entry, find_project, load_kb
 
@@ -22,16 +20,10 @@ BUG_ID = "BUG-20251109-002"
 BUG_PATH = "kb/bugs/BUG-20251109-002.md"
 
 
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
-
-
 def kbgen(project: Path, *args: str, **kwargs: object) -> subprocess.Popen[str]:
     env = {**os.environ, "KBGEN_KB": str(project), "KBGEN_USER": "tester"}
     return subprocess.Popen(
-        [sys.executable, "-m", "kbgen", *args],
+        [*KBGEN, *args],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import textwrap
 
+#: The built-in probes `kbgen probe` runs when no ids are given, in the order it runs them.
+DEFAULT_PROBES = ("system", "cpu", "packages", "torch-build", "gpu", "compat", "cuda-smoke", "debug-env")
+#: Every built-in probe: the default ones and those run only when asked for.
+BUILTIN_PROBES = frozenset({*DEFAULT_PROBES, "import-timing"})
+
 
 def probe_file(
     probe_id: str, body: str, *, needs: str = "[]", timeout: float = 20, default: bool = False
