@@ -1,5 +1,5 @@
 """Bug records that tell the truth: evidence per machine, steps decided only by what decides
-them, closed bugs that say why, and titles that say where a run failed."""
+them, and titles that say where a run failed (closing a bug with its why: test_bug_status)."""
 
 from __future__ import annotations
 

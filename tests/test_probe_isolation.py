@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import invoke
+from conftest import invoke, write_tree
 from probes_fixtures import GARBAGE, HANG, PASS, RAISES, SEGFAULT, SIGILL, probe_file
 
 
@@ -32,8 +32,7 @@ def bad_probes(kb_project: Path) -> Path:
         "notdict.py": probe_file("notdict", 'print(\'{"status": "pass"}\')'),
         "badstatus.py": probe_file("badstatus", 'return {"status": "great", "message": "hm"}'),
     }
-    for name, text in files.items():
-        (kb_project / "kb" / "probes" / name).write_text(text)
+    write_tree(kb_project / "kb" / "probes", files)
     return kb_project
 
 
