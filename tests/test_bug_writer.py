@@ -246,13 +246,17 @@ history:
 ## Team checklist
 
 - [ ] logs attached
+{%- if error %}
+
+<!-- the {{ error.id }} page -->
+{%- endif %}
 """
 
 
 def test_an_old_project_template_with_frontmatter_keeps_working(kb_project: Path) -> None:
     (kb_project / "templates").mkdir()
     (kb_project / "templates/bug.md.j2").write_text(OLD_TEMPLATE, encoding="utf-8")
-    result = run("new-bug", "--title", "Loss NaN", "--tag", "loss", "--date", "2025-11-21")
+    result = run("new-bug", "--title", "Loss NaN", "--tag", "loss", "--date", "2025-11-21", "--error", ERROR)
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "warning: templates/bug.md.j2:3: lines 3-16 are a frontmatter block kbgen no longer uses "
@@ -263,13 +267,13 @@ def test_an_old_project_template_with_frontmatter_keeps_working(kb_project: Path
     assert text.count("---\n") == 2  # one frontmatter block, the writer's
     assert text.split("---\n", 2)[2] == (
         "\n## What happened\n\n<!-- prompt: our team's own question about BUG-20251121-001 -->\n\n"
-        "## Team checklist\n\n- [ ] logs attached\n"
+        "## Team checklist\n\n- [ ] logs attached\n\n<!-- the cuda-illegal-memory-access page -->\n"
     )
     assert record(bug_id).tags == ["loss"]
     # once the block is deleted, the same body and no warning
     body_only = "\n".join(OLD_TEMPLATE.split("\n")[:2] + OLD_TEMPLATE.split("\n")[16:])
     (kb_project / "templates/bug.md.j2").write_text(body_only, encoding="utf-8")
-    result = run("new-bug", "--title", "Loss NaN again", "--date", "2025-11-21")
+    result = run("new-bug", "--title", "Loss NaN again", "--date", "2025-11-21", "--error", ERROR)
     assert result.exit_code == 0 and result.stderr == ""
     body = text.split("---\n", 2)[2].replace(bug_id, result.stdout.split()[0])
     assert Path(result.stdout.split()[1]).read_text(encoding="utf-8").endswith("---\n" + body)

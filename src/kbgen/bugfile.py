@@ -42,7 +42,10 @@ def body_template(project_root: Path | None) -> BodyTemplate:
 
     from kbgen.site import render
 
-    env = render.make_environment(render.template_dirs(project_root))
+    # the site's environment, with Jinja's default whitespace rules: a block tag keeps its newline
+    # unless it says `{%-`, as bug.md.j2 has always been written
+    site_env = render.make_environment(render.template_dirs(project_root))
+    env = site_env.overlay(trim_blocks=False, lstrip_blocks=False)
     assert env.loader is not None
     try:
         source, filename, _ = env.loader.get_source(env, TEMPLATE)
