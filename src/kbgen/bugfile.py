@@ -1,10 +1,11 @@
 """The text of a new bug file: the frontmatter from the Bug's fields, the body from ``bug.md.j2``.
 
-``kbgen new-bug`` (and ``import --github``, ``adopt``) write the frontmatter with
+``kbgen new-bug`` (and ``import --github``, ``adopt``) write the file with
 :func:`kbgen.roundtrip.compose`, the writer ``kbgen import`` and every update use, so a field set
 on the record is written the same way by all of them. ``templates/bug.md.j2`` holds only the
-Markdown body; it is found and rendered like the site's page templates (the project's
-``templates/`` first, then kbgen's), by the same Jinja environment.
+Markdown body (:meth:`BodyTemplate.body`); it is found like the site's page templates (the
+project's ``templates/`` first, then kbgen's) and rendered by the site's Jinja environment, with
+Jinja's default whitespace rules.
 
 A project's own ``bug.md.j2`` from before still starts with a frontmatter block. It keeps working:
 the block is left out (its lines are blanked, so errors still name the right line) and kbgen says
@@ -20,7 +21,6 @@ from typing import Any
 
 from kbgen.errors import relpath
 from kbgen.models import Bug
-from kbgen.roundtrip import compose
 
 TEMPLATE = "bug.md.j2"
 
@@ -34,6 +34,13 @@ class BodyTemplate:
 
     template: Any  # jinja2.Template
     notice: str = ""
+
+    def body(self, bug: Bug, error: Any = None) -> str:
+        """The Markdown below the frontmatter: a blank line, then the rendered template."""
+        from kbgen.site import render
+
+        text = render.render_template(self.template, TEMPLATE, bug=bug, error=error)
+        return "\n" + text.lstrip("\n")
 
 
 def body_template(project_root: Path | None) -> BodyTemplate:
@@ -80,11 +87,3 @@ def old_frontmatter(source: str) -> tuple[int, int] | None:
     first = source.count("\n", 0, start)
     last = next((i for i in range(first + 1, len(lines)) if lines[i].rstrip() == "---"), None)
     return None if last is None else (first, last)
-
-
-def new_bug_text(bug: Bug, body: BodyTemplate, error: Any = None) -> str:
-    """The whole file for a new bug: frontmatter from ``bug``, then a blank line and the body."""
-    from kbgen.site import render
-
-    text = render.render_template(body.template, TEMPLATE, bug=bug, error=error)
-    return compose(bug, "\n" + text.lstrip("\n"))

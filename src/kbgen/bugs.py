@@ -12,16 +12,18 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
-from kbgen.bugfile import BodyTemplate, new_bug_text
 from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status, StepState
 from kbgen.redact import redact_text
-from kbgen.roundtrip import splice
+from kbgen.roundtrip import compose, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
+
+if TYPE_CHECKING:
+    from kbgen.bugfile import BodyTemplate
 
 _MAX_TRIES = 10_000
 
@@ -169,7 +171,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Pat
             progress=steps,
             history=[Event(at=now, kind=EventKind.created, by=clock.user())],
         )
-        return new_bug_text(bug, template, kb.errors[new.error].record if new.error else None)
+        return compose(bug, template.body(bug, kb.errors[new.error].record if new.error else None))
 
     render(f"BUG-{stamp(day)}-001")  # refuse bad values before an id is claimed
     return claim_id(kb.project, day, render, slugify(title))
