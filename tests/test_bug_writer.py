@@ -159,6 +159,24 @@ def test_a_field_is_written_the_same_by_new_bug_import_and_status(kb_project: Pa
     assert key_block(made_path, "status") == key_block(imported_path, "status") == ["status: investigating"]
 
 
+def test_keys_an_update_adds_go_where_new_bug_would_write_them(kb_project: Path) -> None:
+    bug_id, path = new_bug("--title", "Loss NaN", "--error", ERROR, "--tag", "loss", "--message", "boom")
+    # a comment a person wrote above a key stays with that key
+    text = path.read_text(encoding="utf-8").replace("\nmessage:", "\n# from the first crash\nmessage:")
+    path.write_text(text, encoding="utf-8")
+    result = run("status", bug_id, "fixed", "--cause", "out-of-range-index", "--fix", "clamp-labels")
+    assert result.exit_code == 0, result.output
+    keys = keys_of(path)
+    assert {"confirmed_causes", "fixes_tried"} < set(keys)
+    assert keys == [k for k in key_order(Bug) if k in keys]
+    assert keys[-1] == "history"
+    lines = frontmatter_lines(path)
+    assert lines[lines.index("# from the first crash") + 1] == "message: boom"
+    assert lines[lines.index("# from the first crash") - 1].startswith("    ")  # the end of fixes_tried
+    bug = record(bug_id)
+    assert (bug.confirmed_causes, bug.fixes_tried[0].fix) == (["out-of-range-index"], "clamp-labels")
+
+
 @pytest.mark.parametrize("value", HOSTILE, ids=range(len(HOSTILE)))
 def test_a_hostile_value_reads_back_equal_from_each_path(kb_project: Path, value: str) -> None:
     one_line = "\n" not in value

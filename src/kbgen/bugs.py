@@ -19,7 +19,7 @@ from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status, StepState
 from kbgen.redact import redact_text
-from kbgen.roundtrip import compose, splice
+from kbgen.roundtrip import compose, key_order, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None) -> Renumb
             "updated": event.at,
             "history": [*bug.history, event],
         }
-        return splice(entry.source, changes)
+        return splice(entry.source, changes, key_order(Bug))
 
     with locked(path):  # no other kbgen writer changes the old file until it is gone
         new_id, new_path = claim_id(kb.project, target_day, render, slug)

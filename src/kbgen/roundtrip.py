@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
 
@@ -188,12 +188,16 @@ _TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
 REMOVE: Any = type("Remove", (), {"__repr__": lambda self: "REMOVE"})()
 
 
-def splice(source: Source, changes: dict[str, Any]) -> str:
-    """The file's text with ``changes`` written into its frontmatter (same newline style)."""
+def splice(source: Source, changes: dict[str, Any], order: Sequence[str] = ()) -> str:
+    """The file's text with ``changes`` written into its frontmatter (same newline style).
+
+    A key the file does not have yet goes before the first key ``order`` puts after it (and the
+    comment lines just above that key), or at the end of the block.
+    """
     lines = source.parsed.fm_text.split("\n")
     spans = _key_spans(source)
     replaced: dict[int, tuple[int, list[str]]] = {}
-    appended: list[str] = []
+    new: dict[str, list[str]] = {}
     hole = None  # where the first removed key was: new keys go there (a rename stays in place)
     for key, value in changes.items():
         if value is REMOVE:
@@ -206,13 +210,15 @@ def splice(source: Source, changes: dict[str, Any]) -> str:
             first, end = spans[key]
             replaced[first] = (end, _keep_trailing_comment(lines[first:end], block))
         else:
-            appended.extend(block)
-    if appended and hole is not None:
-        replaced[hole] = (replaced[hole][0], appended)
-        appended = []
+            new[key] = block
+    if new and hole is not None:
+        replaced[hole] = (replaced[hole][0], [line for block in new.values() for line in block])
+        new = {}
+    before, appended = _place(new, spans, lines, order)
     out: list[str] = []
     index = 0
     while index < len(lines):
+        out.extend(before.pop(index, []))
         if index in replaced:
             end, block = replaced[index]
             out.extend(block)
@@ -234,12 +240,31 @@ def splice(source: Source, changes: dict[str, Any]) -> str:
     return text[: source.parsed.fm_start] + fm_text + text[fm_end:]
 
 
-def save_changes(source: Source, changes: dict[str, Any]) -> bool:
+def _place(
+    new: dict[str, list[str]], spans: dict[str, tuple[int, int]], lines: list[str], order: Sequence[str]
+) -> tuple[dict[int, list[str]], list[str]]:
+    """Where each new key's lines go: {line index: lines to insert before it}, and the rest."""
+    rank = {key: i for i, key in enumerate(order)}
+    before: dict[int, list[str]] = {}
+    appended: list[str] = []
+    for key, block in sorted(new.items(), key=lambda item: rank.get(item[0], len(rank))):
+        later = [spans[k][0] for k in spans if key in rank and rank.get(k, -1) > rank[key]]
+        if not later:
+            appended.extend(block)
+            continue
+        at = min(later)
+        while at > 1 and lines[at - 1].lstrip().startswith("#"):
+            at -= 1
+        before.setdefault(at, []).extend(block)
+    return before, appended
+
+
+def save_changes(source: Source, changes: dict[str, Any], order: Sequence[str] = ()) -> bool:
     """Splice ``changes`` into the file atomically; False when nothing would change.
 
     Raises ConflictError if the file changed on disk since ``source`` was read.
     """
-    text = splice(source, changes)
+    text = splice(source, changes, order)
     if text == source.text:
         return False
     atomic_write(source.path, encode(text, bom=source.bom), expect_digest=source.digest)
@@ -255,6 +280,6 @@ def update_entry(
     with locked(entry.path):
         fresh = reread(entry)
         changes = make(fresh)
-        if not changes or not save_changes(fresh.source, changes):
+        if not changes or not save_changes(fresh.source, changes, key_order(type(fresh.record))):
             return fresh, {}
     return fresh, changes
