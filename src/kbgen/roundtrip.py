@@ -2,7 +2,8 @@
 
 Each top-level key kbgen changes is cut out of the original frontmatter text by line and replaced
 with freshly dumped YAML (ruamel, round-trip style); keys it does not change keep their exact
-lines, comments included, and the body keeps its exact bytes. New keys go at the end of the block.
+lines, comments included, and the body keeps its exact bytes. A key the file does not have yet
+goes where :func:`key_order` puts it among the keys there (at the end when it has no place).
 
 A whole new file (``kbgen new-bug``, ``kbgen import``) is written by :func:`compose` with the same
 dumper, every key set on the record in one fixed order, so the three ways a bug file is written
