@@ -12,17 +12,18 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
 from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
-from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity
+from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status, StepState
 from kbgen.redact import redact_text
-from kbgen.roundtrip import plain, splice
+from kbgen.roundtrip import compose, key_order, splice
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
+
+if TYPE_CHECKING:
+    from kbgen.bugfile import BodyTemplate
 
 _MAX_TRIES = 10_000
 
@@ -129,11 +130,15 @@ def progress_from(kb: Kb, error_id: str | None) -> list[ProgressStep]:
     """The error type's diagnostic steps, as the new bug's (pending) checklist."""
     if not error_id:
         return []
-    return steps_from(kb.errors[error_id].record.diagnostics)
+    steps = steps_from(kb.errors[error_id].record.diagnostics)
+    for step in steps:
+        step.state = StepState.pending  # set, so the file says so: a checklist to work through
+    return steps
 
 
-def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
-    """Render ``template`` for a new bug, claim the next id and write it; returns (id, path)."""
+def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Path]:
+    """Write a new bug under the next free id: the frontmatter from its fields, the body from
+    ``template`` (see :mod:`kbgen.bugfile`); returns (id, path)."""
     if new.error and new.error not in kb.errors:
         import difflib
 
@@ -156,6 +161,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
             title=title,
             created=now,
             updated=now,
+            status=Status.open,
             severity=new.severity,
             error=new.error,
             message=message,
@@ -165,7 +171,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: Any) -> tuple[str, Path]:
             progress=steps,
             history=[Event(at=now, kind=EventKind.created, by=clock.user())],
         )
-        return str(template.render(bug=bug, error=kb.errors[new.error].record if new.error else None))
+        return compose(bug, template.body(bug, kb.errors[new.error].record if new.error else None))
 
     render(f"BUG-{stamp(day)}-001")  # refuse bad values before an id is claimed
     return claim_id(kb.project, day, render, slugify(title))
@@ -265,7 +271,7 @@ def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None) -> Renumb
             "updated": event.at,
             "history": [*bug.history, event],
         }
-        return splice(entry.source, changes)
+        return splice(entry.source, changes, key_order(Bug))
 
     with locked(path):  # no other kbgen writer changes the old file until it is gone
         new_id, new_path = claim_id(kb.project, target_day, render, slug)
@@ -317,17 +323,3 @@ def _digest(path: Path) -> str | None:
         return hashlib.sha256(read_limited(path)).hexdigest()
     except (OSError, Unreadable):
         return None
-
-
-def yaml_scalar(value: Any) -> str:
-    """One YAML value on one line (or a literal block for multi-line text), safe for any input."""
-    value = plain(value)
-    if isinstance(value, dt.datetime):
-        return value.isoformat(timespec="seconds")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, str) and "\n" in value:
-        dumped = yaml.safe_dump(value, default_style="|", allow_unicode=True, width=10_000)
-        return dumped.rstrip("\n").removesuffix("\n...")
-    dumped = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10_000)
-    return dumped.rstrip("\n").removesuffix("\n...").rstrip("\n")

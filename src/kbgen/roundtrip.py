@@ -2,7 +2,12 @@
 
 Each top-level key kbgen changes is cut out of the original frontmatter text by line and replaced
 with freshly dumped YAML (ruamel, round-trip style); keys it does not change keep their exact
-lines, comments included, and the body keeps its exact bytes. New keys go at the end of the block.
+lines, comments included, and the body keeps its exact bytes. A key the file does not have yet
+goes where :func:`key_order` puts it among the keys there (at the end when it has no place).
+
+A whole new file (``kbgen new-bug``, ``kbgen import``) is written by :func:`compose` with the same
+dumper, every key set on the record in one fixed order, so the three ways a bug file is written
+quote and lay out a value the same way, and a field added to the model needs no template edit.
 """
 
 from __future__ import annotations
@@ -10,13 +15,14 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel
 from yaml.resolver import Resolver
 
+from kbgen.errors import KbgenError
 from kbgen.fileio import locked
 from kbgen.kinds import R
 from kbgen.store import Entry, Source, atomic_write, encode, reread
@@ -39,16 +45,31 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _literal_multiline(value: Any) -> Any:
+_OTHER_BREAKS = frozenset("\r\x85\u2028\u2029")
+
+
+def _styled(value: Any) -> Any:
+    """Multi-line text as a literal block; a list of short one-line values on one line, ``[a, b]``."""
+    from ruamel.yaml.comments import CommentedSeq
     from ruamel.yaml.scalarstring import LiteralScalarString
 
-    if isinstance(value, str) and "\n" in value:
-        return LiteralScalarString(value if value.endswith("\n") else value + "\n")
+    if isinstance(value, str) and "\n" in value and not _OTHER_BREAKS.intersection(value):
+        return LiteralScalarString(value)  # a literal block would turn \r\n into \n: those stay quoted
     if isinstance(value, dict):
-        return {k: _literal_multiline(v) for k, v in value.items()}
+        return {k: _styled(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_literal_multiline(v) for v in value]
+        if value and all(_is_short_scalar(v) for v in value):
+            seq = CommentedSeq(value)
+            seq.fa.set_flow_style()
+            return seq
+        return [_styled(v) for v in value]
     return value
+
+
+def _is_short_scalar(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\n" not in value and len(value) <= 80
+    return isinstance(value, int | float)  # bool too
 
 
 def dump_keys(values: dict[str, Any]) -> str:
@@ -65,7 +86,7 @@ def dump_keys(values: dict[str, Any]) -> str:
         yaml.representer.add_representer(kind, _represent_time)
     yaml.representer.add_representer(str, _represent_str)
     out = io.StringIO()
-    yaml.dump({k: _literal_multiline(plain(v)) for k, v in values.items()}, out)
+    yaml.dump({k: _styled(plain(v)) for k, v in values.items()}, out)
     return out.getvalue()
 
 
@@ -80,8 +101,57 @@ def _represent_str(representer: Any, value: str) -> Any:
 
 
 def _represent_time(representer: Any, value: dt.date) -> Any:
-    text = value.isoformat() if not isinstance(value, dt.datetime) else value.isoformat(timespec="seconds")
+    text = value.isoformat()
+    if isinstance(value, dt.datetime) and not value.microsecond:
+        text = value.isoformat(timespec="seconds")
     return representer.represent_scalar("tag:yaml.org,2002:timestamp", text)
+
+
+#: the keys a person looks for first, in this order; every other field follows in the model's order
+LEAD_KEYS = ("id", "title", "status", "severity", "error", "created", "updated", "assignee", "tags", "repro")
+
+
+def key_order(model: type[BaseModel]) -> list[str]:
+    """The order :func:`frontmatter` writes ``model``'s keys in (aliases where a field has one)."""
+    names = [field.alias or name for name, field in model.model_fields.items()]
+    return [k for k in LEAD_KEYS if k in names] + [k for k in names if k not in LEAD_KEYS]
+
+
+def frontmatter(record: BaseModel) -> str:
+    """The frontmatter text of ``record`` (without the ``---`` lines): every field it was given
+    that holds a value, in :func:`key_order`, dumped as :func:`splice` dumps an update."""
+    values = plain(record.model_dump(mode="python", by_alias=True, exclude_unset=True, exclude_none=True))
+    return dump_keys({k: values[k] for k in key_order(type(record)) if values.get(k) not in (None, [], {})})
+
+
+def compose(record: BaseModel, body: str) -> str:
+    """A whole record file: ``---``, :func:`frontmatter`, ``---``, then ``body`` as given.
+
+    The text is read back before anything is written: a value the YAML reader would take for
+    something other than what the record holds is an error here, never a changed record on disk.
+    """
+    text = f"---\n{frontmatter(record)}---\n{body}"
+    _check_reads_back(record, text)
+    return text
+
+
+def _check_reads_back(record: BaseModel, text: str) -> None:
+    from pydantic import ValidationError
+
+    from kbgen.yamlio import FrontmatterError, parse_document
+
+    want = record.model_dump()
+    try:
+        again = type(record).model_validate(parse_document(text).data).model_dump()
+    except (FrontmatterError, ValidationError) as exc:
+        again = {"(unreadable)": str(exc).splitlines()[0]}
+    if again != want:
+        changed = sorted(k for k in {*want, *again} if want.get(k) != again.get(k))
+        raise KbgenError(
+            f"{want.get('id', 'the record')}: nothing was written: {', '.join(changed)} would not read back "
+            "as given",
+            hint="this is a kbgen bug; please report it with the value you gave",
+        )
 
 
 def _key_spans(source: Source) -> dict[str, tuple[int, int]]:
@@ -119,12 +189,16 @@ _TRAILING_COMMENT = re.compile(r"\s+#[^'\"]*$")
 REMOVE: Any = type("Remove", (), {"__repr__": lambda self: "REMOVE"})()
 
 
-def splice(source: Source, changes: dict[str, Any]) -> str:
-    """The file's text with ``changes`` written into its frontmatter (same newline style)."""
+def splice(source: Source, changes: dict[str, Any], order: Sequence[str] = ()) -> str:
+    """The file's text with ``changes`` written into its frontmatter (same newline style).
+
+    A key the file does not have yet goes before the first key ``order`` puts after it (and the
+    comment lines just above that key), or at the end of the block.
+    """
     lines = source.parsed.fm_text.split("\n")
     spans = _key_spans(source)
     replaced: dict[int, tuple[int, list[str]]] = {}
-    appended: list[str] = []
+    new: dict[str, list[str]] = {}
     hole = None  # where the first removed key was: new keys go there (a rename stays in place)
     for key, value in changes.items():
         if value is REMOVE:
@@ -137,13 +211,15 @@ def splice(source: Source, changes: dict[str, Any]) -> str:
             first, end = spans[key]
             replaced[first] = (end, _keep_trailing_comment(lines[first:end], block))
         else:
-            appended.extend(block)
-    if appended and hole is not None:
-        replaced[hole] = (replaced[hole][0], appended)
-        appended = []
+            new[key] = block
+    if new and hole is not None:
+        replaced[hole] = (replaced[hole][0], [line for block in new.values() for line in block])
+        new = {}
+    before, appended = _place(new, spans, lines, order)
     out: list[str] = []
     index = 0
     while index < len(lines):
+        out.extend(before.pop(index, []))
         if index in replaced:
             end, block = replaced[index]
             out.extend(block)
@@ -165,12 +241,31 @@ def splice(source: Source, changes: dict[str, Any]) -> str:
     return text[: source.parsed.fm_start] + fm_text + text[fm_end:]
 
 
-def save_changes(source: Source, changes: dict[str, Any]) -> bool:
+def _place(
+    new: dict[str, list[str]], spans: dict[str, tuple[int, int]], lines: list[str], order: Sequence[str]
+) -> tuple[dict[int, list[str]], list[str]]:
+    """Where each new key's lines go: {line index: lines to insert before it}, and the rest."""
+    rank = {key: i for i, key in enumerate(order)}
+    before: dict[int, list[str]] = {}
+    appended: list[str] = []
+    for key, block in sorted(new.items(), key=lambda item: rank.get(item[0], len(rank))):
+        later = [spans[k][0] for k in spans if key in rank and rank.get(k, -1) > rank[key]]
+        if not later:
+            appended.extend(block)
+            continue
+        at = min(later)
+        while at > 1 and lines[at - 1].lstrip().startswith("#"):
+            at -= 1
+        before.setdefault(at, []).extend(block)
+    return before, appended
+
+
+def save_changes(source: Source, changes: dict[str, Any], order: Sequence[str] = ()) -> bool:
     """Splice ``changes`` into the file atomically; False when nothing would change.
 
     Raises ConflictError if the file changed on disk since ``source`` was read.
     """
-    text = splice(source, changes)
+    text = splice(source, changes, order)
     if text == source.text:
         return False
     atomic_write(source.path, encode(text, bom=source.bom), expect_digest=source.digest)
@@ -186,6 +281,6 @@ def update_entry(
     with locked(entry.path):
         fresh = reread(entry)
         changes = make(fresh)
-        if not changes or not save_changes(fresh.source, changes):
+        if not changes or not save_changes(fresh.source, changes, key_order(type(fresh.record))):
             return fresh, {}
     return fresh, changes

@@ -51,18 +51,6 @@ class Project:
     def rel(self, path: Path) -> str:
         return layers.base_rel(path) or relpath(path, self.root)
 
-    @property
-    def template_dirs(self) -> list[Path]:
-        """Where templates are looked up, first match wins: the project's own templates/, then
-        the copy shipped in the wheel, then the source checkout's (editable installs)."""
-        package = Path(__file__).resolve().parent
-        candidates = [self.root / "templates", package / "templates", package.parents[1] / "templates"]
-        seen: list[Path] = []
-        for folder in candidates:
-            if folder.is_dir() and folder not in seen:
-                seen.append(folder)
-        return seen
-
 
 def find_project(start: Path | None = None, override: str | os.PathLike[str] | None = None) -> Project:
     """Walk up from ``start`` to the first folder with a ``kb/``; ``override``/$KBGEN_KB win."""

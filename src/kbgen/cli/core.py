@@ -157,10 +157,11 @@ def _print_problems(
 def new_bug(ctx: click.Context, /, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
 
-    Prompts for what is missing when run in a terminal. The file is rendered from
-    templates/bug.md.j2 and passes `kbgen validate --strict` as written: the sections left
-    for you hold `<!-- prompt: ... -->` comments. With --from-log the title names the error
-    and where it failed (`CUDA illegal memory access in bce_loss.py:31 (forward)`).
+    Prompts for what is missing when run in a terminal. The frontmatter is written from the
+    bug's fields, the body from templates/bug.md.j2, and the file passes `kbgen validate
+    --strict` as written: the sections left for you hold `<!-- prompt: ... -->` comments.
+    With --from-log the title names the error and where it failed (`CUDA illegal memory
+    access in bce_loss.py:31 (forward)`).
 
     \b
     Examples:
@@ -234,26 +235,13 @@ def _ask_for_missing(opts: dict[str, Any], kb: Any) -> None:
 
 
 def _bug_template(project: Any) -> Any:
-    import jinja2
+    """The body template of a new bug (templates/bug.md.j2); an old one with frontmatter says so."""
+    from kbgen.bugfile import body_template
 
-    from kbgen.bugs import yaml_scalar
-    from kbgen.errors import KbgenError
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(p) for p in project.template_dirs]),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,  # the output is YAML + Markdown; user values go through |yaml
-    )
-    env.filters["yaml"] = yaml_scalar
-    try:
-        return env.get_template("bug.md.j2")
-    except jinja2.TemplateSyntaxError as exc:
-        raise KbgenError(f"{exc.filename}:{exc.lineno}: template error: {exc.message}") from None
-    except jinja2.TemplateNotFound:
-        raise KbgenError(
-            "bug.md.j2: template not found in " + ", ".join(map(str, project.template_dirs))
-        ) from None
+    loaded = body_template(project.root)
+    if loaded.notice:
+        click.echo(f"warning: {loaded.notice}", err=True)
+    return loaded
 
 
 # --------------------------------------------------------------------------- list

@@ -124,11 +124,12 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
             f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
             hint="write them to another folder, e.g. build/pages",
         )
-    output.refuse_unsafe_out(out, project.kb, project.template_dirs, docs)
+    template_dirs = render.template_dirs(project.root)
+    output.refuse_unsafe_out(out, project.kb, template_dirs, docs)
     site, warnings = pages.load_site(project, today=clock.now().date(), stale_days=options.stale_days)
     for problem in warnings:
         click.echo(f"warning: {problem.format()}", err=True)
-    env = render.make_environment(render.template_dirs(project.root))
+    env = render.make_environment(template_dirs)
     files = {page.uri: page.text.encode("utf-8") for page in pages.generate(site, env)}
     files.update({uri: path.read_bytes() for uri, path in pages.report_files(project).items()})
     if not pages_only:

@@ -54,10 +54,10 @@ class Draft:
     day: dt.date | None = None
 
     def render(self, bug_id: str) -> str:
-        """The bug file's text under ``bug_id``."""
-        from kbgen.roundtrip import dump_keys
+        """The bug file's text under ``bug_id``, written as every bug file is (see roundtrip.compose)."""
+        from kbgen.roundtrip import compose
 
-        return f"---\n{dump_keys({'id': bug_id, **self.values})}---\n{self.body}"
+        return compose(Bug.model_validate({"id": bug_id, **self.values}), self.body)
 
 
 def read_report(path: Path) -> tuple[dict[str, Any], str, list[str]]:

@@ -58,7 +58,8 @@ class TemplateError(KbgenError):
 
 
 def template_dirs(project_root: Path | None = None) -> list[Path]:
-    """Where templates are looked up, first match wins: project, packaged copy, source checkout.
+    """Where templates are looked up (site pages and new-bug alike), first match wins: project,
+    packaged copy, source checkout.
 
     The project's ``templates/`` is listed even before it exists, so a first override counts.
     """
@@ -202,15 +203,32 @@ def fingerprint(env: jinja2.Environment) -> str:
 
 def render(env: jinja2.Environment, name: str, **context: Any) -> str:
     """Render template ``name``; a broken template raises TemplateError naming file:line."""
+    return render_template(load(env, name), name, **context)
+
+
+def load(env: jinja2.Environment, name: str) -> jinja2.Template:
+    """Template ``name`` from the search path; one that is missing or does not parse is a TemplateError."""
     try:
-        return env.get_template(name).render(**context)
+        return env.get_template(name)
     except jinja2.TemplateSyntaxError as exc:
-        where = f"{relpath(Path(exc.filename))}:{exc.lineno}" if exc.filename else f"{name}:{exc.lineno}"
-        raise TemplateError(f"{where}: {exc.message}", hint="fix the template syntax") from None
+        raise syntax_error(exc, name) from None
     except jinja2.TemplateNotFound as exc:
         raise TemplateError(
             f"template {exc.name} not found in {', '.join(map(str, env.loader.searchpath))}"  # type: ignore[union-attr]
         ) from None
+
+
+def syntax_error(exc: jinja2.TemplateSyntaxError, name: str) -> TemplateError:
+    where = f"{relpath(Path(exc.filename))}:{exc.lineno}" if exc.filename else f"{name}:{exc.lineno}"
+    return TemplateError(f"{where}: {exc.message}", hint="fix the template syntax")
+
+
+def render_template(template: jinja2.Template, name: str, **context: Any) -> str:
+    """Render a loaded template; any failure is a TemplateError naming the template's file:line."""
+    try:
+        return template.render(**context)
+    except jinja2.TemplateSyntaxError as exc:  # an {% include %} of a template that does not parse
+        raise syntax_error(exc, name) from None
     except Exception as exc:  # a template runs code: any failure is reported as template:line
         where = _template_frame(exc) or name
         what = (
