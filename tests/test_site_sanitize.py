@@ -23,15 +23,17 @@ from kbgen.site import mdsafe
 from kbgen.site.sanitize import clean_html
 from site_kb import REPO, make_site_project, mkdocs_build, site_kb_files
 
-# The four holes mdsafe had, each as a whole record body, plus the usual suspects.
+# Holes mdsafe had, each as a whole record body, plus the usual suspects. (mdsafe itself now
+# closes a fence the person left open: see test_markdown.py.)
+UNCLOSED_FENCE = "text\n\n```\n<img src=x onerror=alert(11)>\n"
 KNOWN_HOLES = {
-    "unclosed fence": "text\n\n```\n<img src=x onerror=alert(11)>\n",
     "bracketed destination": "[a](<img src=x onerror=alert(12)>)\n\n](<img src=x onerror=alert(1)>",
     "reference definition": "[r]: x<img src=x onerror=alert(13)>\n\n[go][r]\n",
     "scheme split by a newline": "[click](java\nscript:alert(14))\n",
 }
 FRAGMENTS = [
     *KNOWN_HOLES.values(),
+    UNCLOSED_FENCE,
     "```",
     "~~~",
     "```python\n",

@@ -12,47 +12,23 @@ from typing import Any
 
 from kbgen.errors import Problem
 from kbgen.kinds import KINDS
+from kbgen.mdtext import (
+    PLACEHOLDER_RE,
+    Document,
+    blank_comments,
+    might_hold_placeholder,
+    read,
+    sections,
+    unfilled,
+)
 from kbgen.models import AttemptOutcome, Bug, Decided, ErrorType, Fix, ProbeStatus, Record, RootCause, Status
 from kbgen.store import Entry, Kb
 
-#: Text left over from a report template that was never filled (seed 002 has all of these).
-#: Text left over from a report template that was never filled (seed 002 has all of these).
-#: Found anywhere in prose:
-PLACEHOLDERS = [
-    "Not specified",
-    "What should happen.",
-    "What actually happens.",
-    "Brief description of the bug.",
-    "Error message here",
-    "Who is working on this bug.",
-    "How to fix the issue.",
-    "How to test the fix.",
-    "What is causing the issue",
-    "High/Medium/Low",
-    "TODO",
-    "TBD",
-    "FIXME",
-    "Lorem ipsum",
-]
-#: Found only as a whole line or list item ("1. Step 1"), since "**Step 1:** check the driver" is real text.
-LINE_PLACEHOLDERS = ["Step", "Related issue", "Item"]
-_PLACEHOLDER_RE = re.compile(
-    "|".join(
-        [
-            rf"(?<![\w-]){re.escape(p)}(?![\w-])" if p[-1].isalnum() else rf"(?<![\w-]){re.escape(p)}"
-            for p in PLACEHOLDERS
-        ]
-        + [rf"(?m:^[ \t]*(?:[-*+][ \t]+|\d+[.)][ \t]+)?{p} \d+[ \t]*$)" for p in LINE_PLACEHOLDERS]
-    )
-)
 # UTF-8 read as cp1252/latin-1: "â€™", "âœ…", "Ã©", "ðŸš€" and friends.
 _MOJIBAKE_RE = re.compile(
     r"â[€œ\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u02c6\u2013-\u203a\u20ac\u2122]|Ã[\u0080-\u00bf]|ðŸ|Â[\u00a0-\u00bf]"
 )
-_TEXT_RE = re.compile(f"(?P<placeholder>{_PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
-_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
-_HEADING_RE = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$", re.MULTILINE)
-_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+_TEXT_RE = re.compile(f"(?P<placeholder>{PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
 
 
 def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
@@ -239,13 +215,14 @@ def check_signatures(kb: Kb) -> Iterator[Problem]:
 
 def check_text(kb: Kb, entry: Entry[Record]) -> Iterator[Problem]:
     """Placeholders and mojibake anywhere in the file (not in code blocks or HTML comments);
-    empty sections in a bug's body. One regex pass per file; line numbers only on a hit."""
+    unfilled sections in a bug's body. One regex pass per file; line numbers only on a hit."""
     source = entry.source
     rel = source.rel
-    if not _might_have_bad_text(source.text):
-        hits: Iterable[re.Match[str]] = ()
-    else:
-        text = source.text[: source.parsed.body_start] + _mask(source.body)
+    masked: Document | None = None
+    hits: Iterable[re.Match[str]] = ()
+    if _might_have_bad_text(source.text):
+        masked = _masked(source.body)
+        text = source.text[: source.parsed.body_start] + "\n".join(masked.lines)
         hits = _TEXT_RE.finditer(text)
     for hit in hits:
         line = text.count("\n", 0, hit.start()) + 1
@@ -260,7 +237,7 @@ def check_text(kb: Kb, entry: Entry[Record]) -> Iterator[Problem]:
             yield Problem(rel, line, None, message, code="mojibake")
     if isinstance(entry.record, Bug):
         first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
-        yield from _empty_sections(rel, _mask(source.body), first_line, source.body)
+        yield from _unfilled_sections(rel, masked or _masked(source.body), first_line, source.body)
 
 
 def check_secrets(entry: Entry[Record]) -> Iterator[Problem]:
@@ -274,58 +251,42 @@ def check_secrets(entry: Entry[Record]) -> Iterator[Problem]:
 
 def _might_have_bad_text(text: str) -> bool:
     """A cheap screen (substring search runs at C speed) before the slower exact regex."""
-    return (
-        any(p in text for p in PLACEHOLDERS)
-        or any(p + " " in text for p in LINE_PLACEHOLDERS)
-        or any(c in text for c in _MOJIBAKE_LEADS)
-    )
+    return might_hold_placeholder(text) or any(c in text for c in _MOJIBAKE_LEADS)
 
 
 _MOJIBAKE_LEADS = "âÃðÂ"
 
 
-def _mask(body: str) -> str:
-    """The body with fenced code and HTML comments blanked out (newlines kept, so lines still count)."""
-    if "<!--" in body:
-        body = _COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), body)
-    if "```" not in body and "~~~" not in body:
-        return body
-    out, fence = [], ""
-    for line in body.split("\n"):
-        opened = _FENCE_RE.match(line)
-        if opened and not fence:
-            fence = opened.group(1)
-            out.append(line)
-        elif fence:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = ""
-                out.append(line)
-            else:
-                out.append("")
-        else:
-            out.append(line)
-    return "\n".join(out)
+def _masked(body: str) -> Document:
+    """The body read with HTML comments and the code inside fences blanked out (lines kept)."""
+    doc = read(blank_comments(body))
+    for block in doc.code:
+        last = block.end - 1 if block.closed else block.end
+        doc.lines[block.start + 1 : last] = [""] * (last - block.start - 1)
+    return doc
 
 
 #: how a section the person has not filled yet starts (see templates/bug.md.j2)
 PROMPT = "<!-- prompt:"
 
 
-def _empty_sections(rel: str, body: str, first_line: int, raw: str) -> Iterator[Problem]:
-    """Sections with nothing in them. One holding a prompt (``<!-- prompt: … -->``, as
-    ``kbgen new-bug`` writes them) is waiting to be filled, not empty. ``body`` is ``raw`` masked."""
-    headings = list(_HEADING_RE.finditer(body))
-    for index, match in enumerate(headings):
-        following = headings[index + 1] if index + 1 < len(headings) else None
-        if following and len(following.group(1)) > len(match.group(1)):
+def _unfilled_sections(rel: str, masked: Document, first_line: int, raw: str) -> Iterator[Problem]:
+    """Sections that say nothing: empty, or only template text such as "n/a" (the sections
+    ``kbgen import`` drops). One holding a prompt (``<!-- prompt: … -->``, as ``kbgen new-bug``
+    writes them) is waiting to be filled; one whose placeholders are errors already is not
+    reported twice. ``masked`` is ``raw`` as :func:`_masked` reads it."""
+    lines = raw.split("\n")
+    for section in sections(masked):
+        if section.children:
             continue  # its content is in its sub-sections
-        end = following.start() if following else len(body)
-        content = body[match.end() : end]
-        if not content.strip() and PROMPT not in raw[match.end() : end]:
-            line = first_line + body.count("\n", 0, match.start())
-            yield Problem(
-                rel, line, None, f"section '{match.group(2)}' is empty", "warning", code="empty-section"
-            )
+        heading = section.heading
+        own = "\n".join(lines[heading.line + 1 : section.end])
+        said = unfilled(own)
+        if said is None or PROMPT in own or PLACEHOLDER_RE.search(section.own_text(masked)):
+            continue
+        what = f"holds only template text ({said!r})" if said else "is empty"
+        line = first_line + heading.line
+        yield Problem(rel, line, None, f"section '{heading.title}' {what}", "warning", code="empty-section")
 
 
 # --------------------------------------------------------------------------- status

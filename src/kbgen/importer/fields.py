@@ -8,13 +8,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kbgen.errors import KbgenError
-from kbgen.importer.markdown import (
-    Section,
-    checklist,
-    fenced_blocks,
-    is_placeholder,
-    label_lines,
-)
+from kbgen.importer.markdown import Section, checklist, fenced_blocks, label_lines
+from kbgen.mdtext import is_placeholder
 from kbgen.models import BUG_ID_RE, Severity, Status
 from kbgen.store import Kb
 

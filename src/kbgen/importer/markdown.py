@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+from kbgen import mdtext
+from kbgen.mdtext import is_placeholder
+
 _LABEL = re.compile(
     r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+"
     r"(?:\*\*(?P<bold>[^*\n]{1,60}?)\*\*[ \t]*:?|(?P<plain>[A-Za-z][\w ./()-]{0,40}?)[ \t]*:)"
@@ -20,16 +21,6 @@ _LABEL = re.compile(
 _BULLET = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d+[.)])[ \t]+(?P<text>.*)$")
 _CHECK = re.compile(r"^[ \t]*[-*+][ \t]+\[(?P<mark>[ xX])\][ \t]+(?P<label>.+?)[ \t]*$")
 
-# Text of report templates that were never filled in (seed 002 carries a whole template).
-_PLACEHOLDER_PHRASES = {
-    "not specified", "what should happen", "what actually happens", "brief description of the bug",
-    "error message here", "who is working on this bug", "how to fix the issue", "how to test the fix",
-    "what is causing the issue", "where in the code", "what triggers the issue", "who is affected",
-    "any temporary workarounds", "high/medium/low", "todo", "tbd", "fixme", "lorem ipsum", "n/a",
-    "if applicable, include screenshots or relevant log entries",
-    "this bug report follows the project's standardized format for issue tracking",
-}  # fmt: skip
-_PLACEHOLDER_NUMBERED = re.compile(r"^(?:step|related issue|issue|item) \d+$")
 # A run of characters that is UTF-8 read as cp1252: a lead byte's character, then continuations.
 _MOJIBAKE_RUN = re.compile(
     "[\u00c2\u00c3\u00e2\u00ef\u00f0][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u0192\u02c6\u02dc"
@@ -63,8 +54,9 @@ class Section:
             child.drop()
 
     def placeholder_only(self) -> bool:
-        """True when the section (and its sub-sections) hold only template placeholders."""
-        if not self.own_text().strip() and not self.children:
+        """True when the section (and its sub-sections) say nothing: empty, or only template
+        placeholders (:func:`kbgen.mdtext.unfilled`). A lone top-level heading is the title."""
+        if self.level == 1 and not self.own_text().strip() and not self.children:
             return False
         return is_placeholder(self.own_text()) and all(c.placeholder_only() for c in self.children)
 
@@ -86,44 +78,16 @@ class Section:
 
 def parse_sections(body: str) -> tuple[list[Section], str]:
     """Every section in document order (nested ones too), and the text before the first heading."""
-    sections: list[Section] = []
-    stack: list[Section] = []
-    preamble: list[str] = []
-    fence = ""
-    for line in body.splitlines():
-        opening = _FENCE.match(line)
-        if opening and (not fence or opening.group(1).startswith(fence)):
-            fence = "" if fence else opening.group(1)[:3]
-        heading = None if fence or opening else _HEADING.match(line)
-        if heading is None:
-            (stack[-1].lines if stack else preamble).append(line)
-            continue
-        section = Section(len(heading.group(1)), heading.group(2), line)
-        while stack and stack[-1].level >= section.level:
-            stack.pop()
-        if stack:
-            stack[-1].children.append(section)
-        stack.append(section)
-        sections.append(section)
-    return sections, "\n".join(preamble)
-
-
-def _normalise(line: str) -> str:
-    text = line.strip()
-    text = re.sub(r"^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?", "", text)
-    text = re.sub(r"^\*\*[^*]{1,60}\*\*\s*:?\s*", "", text)
-    return re.sub(r"[*_`]", "", text).strip().rstrip(".").strip().lower()
-
-
-def is_placeholder(text: str) -> bool:
-    """True when every line is a template placeholder, a rule or a fence (or the text is empty)."""
-    for line in text.splitlines():
-        if re.fullmatch(r"\s*(?:-{3,}|\*{3,}|_{3,}|`{3,}\w*|~{3,}\w*)?\s*", line):
-            continue
-        norm = _normalise(line)
-        if norm and norm not in _PLACEHOLDER_PHRASES and not _PLACEHOLDER_NUMBERED.match(norm):
-            return False
-    return True
+    doc = mdtext.read(body.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n"))
+    parts = mdtext.sections(doc)
+    made = {
+        p.heading.line: Section(p.heading.level, p.heading.title, doc.lines[p.heading.line], p.own_lines(doc))
+        for p in parts
+    }
+    for part in parts:
+        made[part.heading.line].children = [made[c.heading.line] for c in part.children]
+    first = parts[0].heading.line if parts else len(doc.lines)
+    return list(made.values()), "\n".join(doc.lines[:first])
 
 
 def label_lines(text: str, *, nested: bool = False) -> list[tuple[str, str]]:
@@ -159,18 +123,9 @@ def checklist(text: str) -> list[tuple[str, bool]]:
 
 
 def fenced_blocks(text: str) -> list[str]:
-    """The contents of the fenced code blocks in ``text``."""
-    blocks: list[str] = []
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            if current is None:
-                current = []
-            else:
-                blocks.append("\n".join(current).strip("\n"))
-                current = None
-        elif current is not None:
-            current.append(line)
+    """The contents of the fenced code blocks in ``text`` (one never closed runs to the end)."""
+    doc = mdtext.read(text)
+    blocks = ("\n".join(block.content(doc.lines)).strip("\n") for block in doc.code)
     return [b for b in blocks if b.strip()]
 
 

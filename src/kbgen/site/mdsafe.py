@@ -13,6 +13,8 @@ import re
 
 from markupsafe import Markup
 
+from kbgen import mdtext
+
 # Characters that start Markdown or HTML constructs. HTML-significant ones become entities (which
 # every Markdown engine passes through); the rest get a backslash, which Python-Markdown honours.
 _INLINE = {
@@ -68,7 +70,6 @@ def code(text: object) -> Markup:
 
 # --------------------------------------------------------------------------- bodies
 
-_FENCE_OPEN_RE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})")
 # In prose: inline code spans (kept), HTML comments (dropped), then what must be disarmed.
 _PROSE_RE = re.compile(
     r"(?P<code>(?P<ticks>`+)(?:(?!\n[ \t]*\n)[\s\S])*?(?<!`)(?P=ticks)(?!`))"
@@ -109,30 +110,39 @@ def _prose(text: str) -> str:
 
 
 def split_fences(text: str) -> list[tuple[bool, str]]:
-    """``text`` cut into ``(is_code, chunk)`` pieces along fenced code blocks."""
-    pieces: list[tuple[bool, str]] = []
-    prose: list[str] = []
-    block: list[str] = []
-    closing: re.Pattern[str] | None = None
-    for line in text.splitlines(keepends=True):
-        if closing is None:
-            opened = _FENCE_OPEN_RE.match(line)
-            if opened and not (opened["fence"][0] == "`" and "`" in line[opened.end() :]):
-                char, size = opened["fence"][0], len(opened["fence"])
-                closing = re.compile(rf"^\s*{re.escape(char)}{{{size},}}\s*$")
-                pieces.append((False, "".join(prose)))
-                prose, block = [], [line]
-            else:
-                prose.append(line)
-        else:
-            block.append(line)
-            if closing.match(line):
-                pieces.append((True, "".join(block)))
-                block, closing = [], None
-    if block:  # an unclosed fence runs to the end, as Markdown reads it
-        pieces.append((True, "".join(block)))
-    pieces.append((False, "".join(prose)))
-    return [p for p in pieces if p[1]]
+    """``text`` cut into ``(is_code, chunk)`` pieces along fenced code blocks, as
+    :func:`kbgen.mdtext.read` finds them (the chunks join back into ``text``)."""
+    doc = mdtext.read(text)
+    return [(block is not None, text[start:end]) for block, start, end in _pieces(doc)]
+
+
+def _pieces(doc: mdtext.Document) -> list[tuple[mdtext.Code | None, int, int]]:
+    """``(code block or None, start, end)``: character offsets of the prose and code pieces."""
+    offsets = [0]
+    for line in doc.lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    offsets[-1] -= 1  # the last line has no newline after it
+    pieces: list[tuple[mdtext.Code | None, int, int]] = []
+    at = 0
+    for block in doc.code:
+        pieces.append((None, offsets[at], offsets[block.start]))
+        pieces.append((block, offsets[block.start], offsets[block.end]))
+        at = block.end
+    pieces.append((None, offsets[at], offsets[-1]))
+    return [p for p in pieces if p[2] > p[1]]
+
+
+_LANG_RE = re.compile(r"\.?[\w#.+-]+(?=[ \t]|$)")
+
+
+def _code(block: mdtext.Code, lines: list[str]) -> str:
+    """A code block written so that the site's Markdown engine reads it as CommonMark does: the
+    opening fence at its list item's column with a plain language name (or none), the same fence
+    to close it, also when the person never closed it (else the engine renders the code as
+    prose, raw HTML and all)."""
+    lang = _LANG_RE.match(block.info)
+    opening = " " * block.column + block.fence
+    return "\n".join([opening + (lang[0] if lang else ""), *block.content(lines), opening])
 
 
 _BLOCK_START_RE = re.compile(r"^(?:[#>+*-]|\d+[.)])")
@@ -152,37 +162,31 @@ def link(url: object) -> Markup:
     return Markup(f"<{text}>") if _URL_RE.fullmatch(text) else inline(text)
 
 
-_HEADING_RE = re.compile(r"^(#{1,6})(?=[ \t]|$)", re.MULTILINE)
-
-
 def body(text: str, top: int = 3) -> Markup:
     """A person's Markdown, kept as Markdown but with raw HTML shown as text and comments dropped.
 
     Headings move down so the shallowest one is level ``top``: the body sits under a section of
-    the generated page and must not compete with its title.
+    the generated page and must not compete with its title. Sections that say nothing (empty, or
+    only template text: :func:`kbgen.mdtext.unfilled`) are left out.
     """
-    lines: list[tuple[bool, str]] = []
-    for is_code, chunk in split_fences(text):
-        lines.extend((is_code, line) for line in (chunk if is_code else _prose(chunk)).splitlines())
-    levels = [len(h[1]) for c, line in lines if not c and (h := _HEADING_RE.match(line))]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    doc = mdtext.read(text)
+    made = []
+    for block, start, end in _pieces(doc):
+        chunk = text[start:end]
+        if block is None:
+            made.append(_prose(chunk))
+        else:  # a block that ran to its list item's end is followed by a line break
+            made.append(_code(block, doc.lines) + ("\n" if chunk.endswith("\n") else ""))
+    doc = mdtext.read("".join(made))
+    levels = [h.level for h in doc.headings]
     shift = max(0, top - min(levels)) if levels else 0
-    kept: list[str] = []
-    for index, (is_code, line) in enumerate(lines):
-        heading = None if is_code else _HEADING_RE.match(line)
-        if heading is None:
-            kept.append(line)
-        elif not _empty_section(lines, index, len(heading[1])):
-            kept.append("#" * min(6, len(heading[1]) + shift) + line[heading.end() :])
+    lines = doc.lines
+    for section in mdtext.sections(doc):
+        heading = section.heading
+        if not section.children and mdtext.is_placeholder(section.own_text(doc)):
+            lines[heading.line : section.end] = [""] * (section.end - heading.line)
+        else:
+            lines[heading.line] = "#" * min(6, heading.level + shift) + heading.text
     # Guidance comments of an unfilled template leave runs of blank lines behind.
-    return Markup(re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n"))
-
-
-def _empty_section(lines: list[tuple[bool, str]], start: int, level: int) -> bool:
-    """True when the heading at ``start`` has nothing under it but blank lines."""
-    for is_code, line in lines[start + 1 :]:
-        heading = None if is_code else _HEADING_RE.match(line)
-        if heading is not None and len(heading[1]) <= level:
-            return True
-        if heading is not None or line.strip():
-            return False
-    return True
+    return Markup(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n"))
