@@ -27,6 +27,12 @@ _ATX_CLOSE = re.compile(r"(?:^|[ \t])#+[ \t]*$")
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 _SETEXT = re.compile(r"(?:=+|-+)[ \t]*$")
 _BLOCK_LEADS = frozenset("-+*0123456789`~#<=")
+_MARGIN_LEADS = "`~#<"
+#: a fence or heading marker after indentation or a list marker: only list items need following
+_INDENTED_MARK = re.compile(
+    r"^(?:[ \t]|(?:[-+*]|\d{1,9}[.)])[ \t])[ \t\d.)*+-]*(?:`{3}|~{3}|#)", re.MULTILINE
+)
+_PLAIN_SKIP = frozenset([*_BLOCK_LEADS, " ", "\t", "\r", ""])
 
 
 @dataclass(frozen=True)
@@ -84,14 +90,45 @@ class _Open:
 
 def read(text: str) -> Document:
     """Code blocks and headings of ``text`` (lines split at ``\\n``; a trailing ``\\r`` is ignored)."""
-    reader = _Reader(Document(text.split("\n")))
-    for number, raw in enumerate(reader.doc.lines):
-        line = raw.rstrip("\r").expandtabs(4) if "\t" in raw else raw.rstrip("\r")
-        reader.line(number, line)
-    doc, fence = reader.doc, reader.fence
+    doc = Document(text.split("\n"))
+    fence = _read_margin(doc) if _INDENTED_MARK.search(text) is None else _read_nested(doc)
     if fence is not None:  # runs to the end of the document (a final line break starts no line)
         doc.code.append(_block(fence, len(doc.lines) - (doc.lines[-1] == ""), False))
     return doc
+
+
+def _read_margin(doc: Document) -> _Open | None:
+    """The quick reading, when no fence or heading marker is indented or follows a list marker:
+    then no list item holds one, and only lines that start with one (or a comment) count."""
+    fence: _Open | None = None
+    comment = False
+    for number, raw in enumerate(doc.lines):
+        if comment:
+            comment = "-->" not in raw
+        elif raw[:1] in _MARGIN_LEADS and raw:
+            line = raw.rstrip("\r")
+            if fence is not None:
+                if _closes(line, fence.fence):
+                    doc.code.append(_block(fence, number + 1, True))
+                    fence = None
+            elif opened := _opener(line):
+                fence = _Open(opened[1], opened[2].strip(), 0, 0, number)
+            elif line.startswith("<!--"):
+                comment = "-->" not in line
+            elif heading := _heading(number, line):
+                doc.headings.append(heading)
+    return fence
+
+
+def _read_nested(doc: Document) -> _Open | None:
+    """The full reading: list items, lazy lines and indentation followed line by line."""
+    reader = _Reader(doc)
+    for number, raw in enumerate(doc.lines):
+        if raw[:1] not in _PLAIN_SKIP and reader.fence is None and not reader.items and not reader.comment:
+            reader.paragraph = True  # text at the margin (most lines): decided at once
+            continue
+        reader.line(number, raw.rstrip("\r").expandtabs(4) if "\t" in raw else raw.rstrip("\r"))
+    return reader.fence
 
 
 @dataclass
@@ -329,11 +366,15 @@ def might_hold_placeholder(text: str) -> bool:
     return any(p in text for p in SENTENCES) or any(p + " " in text for p in NUMBERED)
 
 
+_ITEM_MARK = re.compile(r"^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_BOLD_LABEL = re.compile(r"^\*\*[^*]{1,60}\*\*\s*:?\s*")
+_EMPHASIS = re.compile(r"[*_`]")
+
+
 def _normalise(line: str) -> str:
-    text = line.strip()
-    text = re.sub(r"^(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?", "", text)
-    text = re.sub(r"^\*\*[^*]{1,60}\*\*\s*:?\s*", "", text)
-    return re.sub(r"[*_`]", "", text).strip().rstrip(".").strip().lower()
+    """A line as a placeholder is looked up: no list marker, checkbox, bold label or emphasis."""
+    text = _BOLD_LABEL.sub("", _ITEM_MARK.sub("", line.strip()))
+    return _EMPHASIS.sub("", text).strip().rstrip(".").strip().lower()
 
 
 def unfilled(text: str) -> str | None:
