@@ -7,6 +7,7 @@ markdown-it-py, a CommonMark parser, on generated documents.
 
 from __future__ import annotations
 
+import shutil
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,19 +47,23 @@ def import_report(project: Path, text: str) -> tuple[str, Path]:
 NA_SECTION = "\n## Workaround\n\nN/A\n"
 
 
-def test_a_section_that_says_only_na_is_unfilled_to_validate_and_to_import(
-    kb_project: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_section_that_says_only_na_is_unfilled_to_validate_import_and_the_site(
+    kb_project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("KBGEN_NOW", "2025-11-21T10:00:00+00:00")
     bug = kb_project / BUG
-    bug.write_text(bug.read_text() + NA_SECTION)
+    bug.write_text(bug.read_text() + "\n## Notes\n\nSeen on two machines.\n" + NA_SECTION)
     code, out = run("validate")
     assert code == 0
-    assert f"{BUG}:16: warning: section 'Workaround' holds only template text ('N/A')" in out
+    assert f"{BUG}:20: warning: section 'Workaround' holds only template text ('N/A')" in out
     assert run("validate", "--strict")[0] == 1
+    assert run("build-pages", str(tmp_path / "pages"))[0] == 0
+    page = (tmp_path / "pages/bugs/BUG-20251109-002.md").read_text()
+    assert "Seen on two machines." in page
+    assert "Workaround" not in page
 
     bug.write_text(bug.read_text().replace(NA_SECTION, ""))
-    report = "# Loader dies on the second epoch\n\n## Notes\n\nSeen on two machines.\n" + NA_SECTION
+    report = "# Loader dies on the second epoch\n\n## Notes\n\nSeen again.\n" + NA_SECTION
     out, written = import_report(kb_project, report)
     assert "dropped 1 unfilled template section(s)" in out
     assert "Workaround" not in written.read_text()
@@ -133,13 +138,14 @@ def test_an_unclosed_fence_in_a_built_site_runs_nothing(
 ) -> None:
     monkeypatch.setenv("KBGEN_NOW", "2025-11-21T10:00:00+00:00")
     _, written = import_report(kb_project, UNCLOSED)
-    (kb_project / "mkdocs.yml").write_text((REPO / "mkdocs.yml").read_text())
-    (kb_project / "docs").mkdir(exist_ok=True)
+    shutil.copy(REPO / "mkdocs.yml", kb_project / "mkdocs.yml")
+    shutil.copytree(REPO / "docs", kb_project / "docs", dirs_exist_ok=True)
     result = mkdocs_build(kb_project)
     assert result.returncode == 0, result.stderr
     page = (kb_project / "site/bugs" / written.name.split("-loader")[0] / "index.html").read_text()
-    assert "alert(1)" in page
-    assert dangers(page) == []
+    article = page.split("<article", 1)[1].split("</article>", 1)[0]
+    assert "&lt;script&gt;alert" in article
+    assert dangers(article) == []
 
 
 def test_list_item_fences_closing_rules_and_comments() -> None:

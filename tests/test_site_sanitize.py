@@ -216,10 +216,9 @@ def hostile_bug(bug_id: str, body: str, title: str = "Hostile body") -> str:
 def hostile_files() -> dict[str, str]:
     """The fixture KB plus a bug per known hole (ids BUG-20251113-001 ...)."""
     files = site_kb_files()
-    for number, name in enumerate(sorted(KNOWN_HOLES), start=1):
-        files[f"kb/bugs/BUG-20251113-00{number}.md"] = hostile_bug(
-            f"BUG-20251113-00{number}", KNOWN_HOLES[name]
-        )
+    holes = {**KNOWN_HOLES, "unclosed fence": UNCLOSED_FENCE}
+    for number, name in enumerate(sorted(holes), start=1):
+        files[f"kb/bugs/BUG-20251113-00{number}.md"] = hostile_bug(f"BUG-20251113-00{number}", holes[name])
     return files
 
 

@@ -71,13 +71,6 @@ class Document:
     code: list[Code] = field(default_factory=list)
     headings: list[Heading] = field(default_factory=list)
 
-    def in_code(self) -> list[bool]:
-        """Per line: True for the lines of a code block, fences included."""
-        flags = [False] * len(self.lines)
-        for block in self.code:
-            flags[block.start : block.end] = [True] * (block.end - block.start)
-        return flags
-
 
 @dataclass
 class _Open:

@@ -46,7 +46,8 @@ def validate(ctx: click.Context, strict: bool, fmt: str) -> None:
     """Check every KB file, report every problem, then fail once.
 
     Schema errors and unknown keys, dangling links between records, duplicate bug ids,
-    template placeholders, mojibake and statuses the record does not back up.
+    template placeholders, sections that say nothing (the ones `kbgen import` drops),
+    mojibake and statuses the record does not back up.
     Exit 0 when clean, 1 on errors (or on warnings with --strict).
 
     \b

@@ -129,8 +129,9 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, gi
     Frontmatter (bug_id, severity, status, tags, date) and the sections kbgen has fields
     for (Bug ID, Environment, Error Messages, a Status checklist) become the record's
     fields; every other section stays in the body as written. Mojibake is repaired and
-    sections that hold only unfilled template text are dropped. A report without an id
-    gets a new one; an id that is already in kb/bugs/ is reported and left alone.
+    sections that say nothing (empty, or only template text such as "n/a") are dropped.
+    A report without an id gets a new one; an id that is already in kb/bugs/ is reported
+    and left alone.
     Exit status 1 when any report was not imported.
 
     \b
