@@ -7,6 +7,7 @@ markdown-it-py, a CommonMark parser, on generated documents.
 
 from __future__ import annotations
 
+import json
 import shutil
 from functools import lru_cache
 from pathlib import Path
@@ -166,6 +167,26 @@ def test_list_item_fences_closing_rules_and_comments() -> None:
         (14, 16, False, 0),
     ]
     assert _reference(text) == _ours(text)
+
+
+def test_a_heading_inside_a_github_forms_log_is_part_of_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_layer: None
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run("init")[0] == 0
+    monkeypatch.setenv("KBGEN_NOW", "2025-11-21T10:00:00+00:00")
+    body = (
+        "### Error message\n\nRuntimeError: CUDA error: device-side assert triggered\n\n"
+        "### Severity\n\nhigh\n\n"
+        "### Log\n\n```text\n### Severity\nlow\nRuntimeError: CUDA error: device-side assert triggered\n"
+    )  # the log's fence was never closed: it runs to the end of the body
+    issue = {"number": 9, "title": "Assert", "body": body, "labels": [], "createdAt": "2025-11-20T10:00:00Z"}
+    (tmp_path / "issues.json").write_text(json.dumps([issue]))
+    code, out = run("import", "--github", "issues.json")
+    assert (code, out) == (0, "#9: wrote BUG-20251120-001 kb/bugs/BUG-20251120-001-assert.md\n")
+    text = (tmp_path / "kb/bugs/BUG-20251120-001-assert.md").read_text()
+    assert "severity: high" in text
+    assert "error: cuda-device-side-assert" in text
 
 
 # --------------------------------------------------------------------------- against CommonMark

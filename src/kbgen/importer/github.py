@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbgen import mdtext
 from kbgen.errors import KbgenError
 from kbgen.store import Kb
 
-_HEADING = re.compile(r"^###[ \t]+(.+?)[ \t]*$", re.MULTILINE)
-_FENCE = re.compile(r"\A```[^\n]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 #: what GitHub writes for a field left empty
 NO_RESPONSE = "_No response_"
 
@@ -51,20 +50,30 @@ def read_issues(path: Path) -> list[dict[str, Any]]:
 
 
 def form_values(body: str) -> dict[str, str]:
-    """``{field id: value}`` from an issue body rendered from the gpu-failure form."""
+    """``{field id: value}`` from an issue body rendered from the gpu-failure form: each field is
+    a ``### Label`` heading (one inside a pasted code block is text) and the value under it."""
     from kbgen.init import FORM_FIELDS
 
     by_label = {label.lower(): field_id for field_id, label, *_ in FORM_FIELDS}
-    parts = _HEADING.split(body or "")
+    doc = mdtext.read((body or "").replace("\r\n", "\n"))
+    labels = [h for h in doc.headings if h.level == 3]
+    ends = [h.line for h in labels[1:]] + [len(doc.lines)]
     values: dict[str, str] = {}
-    for label, value in zip(parts[1::2], parts[2::2], strict=True):
-        field_id = by_label.get(label.strip().lower())
-        value = value.strip()
+    for heading, end in zip(labels, ends, strict=True):
+        field_id = by_label.get(heading.title.lower())
+        value = "\n".join(doc.lines[heading.line + 1 : end]).strip()
         if field_id is None or not value or value == NO_RESPONSE:
             continue
-        fenced = _FENCE.match(value)
-        values[field_id] = fenced.group(1) if fenced else value
+        values[field_id] = _unfenced(value)
     return values
+
+
+def _unfenced(value: str) -> str:
+    """The code of a value that is one fenced block (GitHub fences a field rendered as code)."""
+    doc = mdtext.read(value)
+    if len(doc.code) == 1 and doc.code[0].start == 0 and doc.code[0].end == len(doc.lines):
+        return "\n".join(doc.code[0].content(doc.lines))
+    return value
 
 
 def tag_of(number: int) -> str:
