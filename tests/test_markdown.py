@@ -14,23 +14,16 @@ from pathlib import Path
 
 import markdown
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from conftest import run
 from kbgen import mdtext
-from kbgen.cli import cli
 from site_kb import REPO, mkdocs_build
 from test_site_sanitize import dangers
 
 BUG = "kb/bugs/BUG-20251109-002.md"
-
-
-def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(cli, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result.exit_code, result.output
 
 
 def import_report(project: Path, text: str) -> tuple[str, Path]:
