@@ -2,11 +2,13 @@
 
 tests/data/logs/manifest.json maps each log file to its label (the error type a person
 reading the thread would name, or null for a non-CUDA error that must match nothing), the
-thread it was taken from, and its split. The split is a rule on the file name, fixed before
-the signatures were tuned (see tests/data/logs/README.md): signatures are tuned by looking at
-failures on `tune` logs only, and the `heldout` logs measure how well they generalise. This is
-the one place the tests use the shipped kb/: the figures measure the KB's signatures as much as
-the matcher.
+thread it was taken from, and the part of the old tune/held-out split it was in. The old
+held-out part has been looked at since (see tests/data/logs/README.md), so every log here is
+tuning data: the figures over all logs say how well the signatures fit what they were written
+against, and each old part is still reported on its own. How well the signatures generalise is
+measured on logs they were never tuned on (tests/data/logs-fresh/), not here. This is the one
+place the tests use the shipped kb/: the figures measure the KB's signatures as much as the
+matcher.
 """
 
 from __future__ import annotations
@@ -31,10 +33,9 @@ MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
 ERROR_TYPES = REQUIRED_ERROR_IDS
 SPLITS = ("tune", "heldout")
 
-#: top-1 on the held-out split when the signatures were last tuned (51 of 54 logs); it may only rise
-HELDOUT_TOP1 = 0.944
-#: the tune split is what the signatures were written against
-TUNE_TOP1 = 0.95
+#: top-1 over every log here (all of them tuning data) when the signatures were last tuned
+#: (240 of 240); a change to a signature may not lose more than a few of them
+ALL_TOP1 = 0.98
 
 
 def heldout_by_rule(name: str) -> bool:
@@ -49,6 +50,18 @@ class Figures:
     negatives: int = 0
     false_matches: list[str] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
+
+    def add(self, name: str, label: str | None, ranked: list[str]) -> None:
+        if label is None:
+            self.negatives += 1
+            if ranked:
+                self.false_matches.append(f"{name}: matched {ranked[:3]}")
+            return
+        self.logs += 1
+        self.top1 += ranked[:1] == [label]
+        self.top3 += label in ranked[:3]
+        if ranked[:1] != [label]:
+            self.misses.append(f"{name}: expected {label}, got {ranked[:3]}")
 
     def line(self, split: str) -> str:
         return (
@@ -69,20 +82,12 @@ def shipped_kb() -> Kb:
 
 @pytest.fixture(scope="module")
 def figures(shipped_kb: Kb) -> dict[str, Figures]:
-    result = {split: Figures() for split in SPLITS}
+    """Figures over all logs ("all"), and over each part of the old split."""
+    result = {part: Figures() for part in ("all", *SPLITS)}
     for name, info in sorted(MANIFEST.items()):
         ranked = [m.error for m in triage_log(str(LOGS / name), shipped_kb).matches]
-        fig = result[info["split"]]
-        if info["label"] is None:
-            fig.negatives += 1
-            if ranked:
-                fig.false_matches.append(f"{name}: matched {ranked[:3]}")
-            continue
-        fig.logs += 1
-        fig.top1 += ranked[:1] == [info["label"]]
-        fig.top3 += info["label"] in ranked[:3]
-        if ranked[:1] != [info["label"]]:
-            fig.misses.append(f"{name}: expected {info['label']}, got {ranked[:3]}")
+        for fig in (result["all"], result[info["split"]]):
+            fig.add(name, info["label"], ranked)
     return result
 
 
@@ -108,23 +113,25 @@ def test_split_follows_the_file_name_rule() -> None:
     assert sum(info["split"] == "heldout" for info in MANIFEST.values()) >= 60
 
 
-def test_top1_and_top3_accuracy_on_both_splits(
+def test_top1_and_top3_accuracy_on_all_logs(
     figures: dict[str, Figures], capsys: pytest.CaptureFixture[str]
 ) -> None:
     with capsys.disabled():
         print()
+        print(f"triage accuracy, {figures['all'].line('all logs (tuning data)')}")
         for split in SPLITS:
-            print(f"triage accuracy, {figures[split].line(split)}")
-        for miss in figures["tune"].misses:
-            print(f"  tune miss: {miss}")
-    tune, heldout = figures["tune"], figures["heldout"]
-    assert tune.top1 / tune.logs >= TUNE_TOP1, tune.line("tune")
-    assert heldout.top1 / heldout.logs >= HELDOUT_TOP1, heldout.line("heldout")
-    assert tune.top3 >= tune.top1 and heldout.top3 >= heldout.top1
+            print(f"triage accuracy, {figures[split].line(f'old {split} split')}")
+        for miss in figures["all"].misses:
+            print(f"  miss: {miss}")
+    every = figures["all"]
+    assert every.logs == sum(figures[split].logs for split in SPLITS)
+    assert every.top1 / every.logs >= ALL_TOP1, every.line("all logs")
+    assert every.top3 >= every.top1
 
 
 def test_no_false_matches_on_non_cuda_errors(figures: dict[str, Figures]) -> None:
-    assert figures["tune"].false_matches + figures["heldout"].false_matches == []
+    assert figures["all"].negatives >= 30
+    assert figures["all"].false_matches == []
 
 
 def test_every_shipped_error_type_is_exercised(shipped_kb: Kb) -> None:
