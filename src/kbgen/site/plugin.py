@@ -28,7 +28,7 @@ from mkdocs.structure.pages import Page as MkPage
 from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fleet.pages import FLEET
-from kbgen.site import mdsafe, output, pages, render
+from kbgen.site import mdsafe, navmemo, output, pages, render
 from kbgen.site.data import ERRORS
 from kbgen.store import Project, find_project
 
@@ -68,6 +68,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.generated: set[str] = set()  # src uris of the pages made from kb/
         self.last_good: list[pages.Page] | None = None  # while serving: the pages last published
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
+        self.navmemo: navmemo.NavMemo | None = None
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -174,6 +175,12 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             file.edit_uri = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
         return file
 
+    def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
+        # Material renders the navigation, error types included, into every page: render it
+        # once for all the record pages that show the same one.
+        self.navmemo = navmemo.install(env)
+        return env
+
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
         section = _section_of(nav.items, ERRORS) if self.config.nav_errors else None
         fleet = files.get_file_from_path(FLEET)
@@ -216,6 +223,12 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     @event_priority(100)  # before the search plugin writes its index
     def on_post_build(self, *, config: MkDocsConfig) -> None:
+        if self.navmemo is not None:
+            memo = self.navmemo
+            log.debug(
+                f"the navigation of {memo.hits + memo.misses} pages outside it was rendered "
+                f"{memo.misses} time(s)"
+            )
         if self.entries is not None:  # serving: kbgen.js shows this file's problem as a banner
             status = Path(config.site_dir) / PROBLEM_FILE
             status.write_text(json.dumps({"problem": self.problem}), encoding="utf-8")
