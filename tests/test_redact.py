@@ -56,6 +56,9 @@ SHAPES = [
     ("export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "IOSFODNN7", "AWS_ACCESS_KEY_ID="),
     ("runner GR1348941abcdefghij0123456789 registered", "abcdefghij0123", "registered"),
     ("DefaultEndpointsProtocol=https;AccountKey=abcd1234efgh==;", "abcd1234efgh", "AccountKey="),
+    ("GPG_PASSPHRASE='correct horse' gpg -d", "correct horse", "GPG_PASSPHRASE="),
+    ("deploy --db-pass hunter22 now", "hunter22", "--db-pass <redacted> now"),
+    ("smtp.pass: hunter22", "hunter22", "smtp.pass: <redacted>"),
 ]
 
 
@@ -112,3 +115,11 @@ def test_redact_then_cut_leaves_no_part_of_a_token() -> None:
 def test_find_secrets_reports_lines_and_skips_placeholders() -> None:
     text = f"title: ok\npassword: $DB_PASSWORD\nnote: HF_TOKEN=<redacted>\nenv: {HF}\n"
     assert find_secrets(text) == [(4, "an access token")]
+
+
+def test_probe_results_that_pass_are_not_secrets_but_a_password_among_them_is() -> None:
+    text = (
+        "findings:\n  - probe: gpu\n    status: pass\n    message: passed, sm_86\n"
+        "progress:\n  - state: passed\n    evidence: DB_PASS=letmein99 was set\n"
+    )
+    assert find_secrets(text) == [(7, "a secret in a name = value pair")]

@@ -14,6 +14,7 @@ renders its own navigation.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,10 @@ def _from_material(env: jinja2.Environment, loader: jinja2.BaseLoader, name: str
         _, filename, _ = loader.get_source(env, name)
     except jinja2.TemplateNotFound:
         return False
-    import material
-
-    package = Path(material.__file__).resolve().parent
-    return filename is not None and package in Path(filename).resolve().parents
+    spec = importlib.util.find_spec("material")
+    if filename is None or spec is None or spec.origin is None:
+        return False
+    return Path(spec.origin).resolve().parent in Path(filename).resolve().parents
 
 
 class NavMemo:
