@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbgen.errors import Problem
 from kbgen.kinds import KINDS
@@ -24,6 +24,9 @@ from kbgen.mdtext import (
 from kbgen.models import AttemptOutcome, Bug, Decided, ErrorType, Fix, ProbeStatus, Record, RootCause, Status
 from kbgen.store import Entry, Kb
 
+if TYPE_CHECKING:
+    from kbgen.probes.discovery import ProbeSpec
+
 # UTF-8 read as cp1252/latin-1: "â€™", "âœ…", "Ã©", "ðŸš€" and friends.
 _MOJIBAKE_RE = re.compile(
     r"â[€œ\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u02c6\u2013-\u203a\u20ac\u2122]|Ã[\u0080-\u00bf]|ðŸ|Â[\u00a0-\u00bf]"
@@ -31,13 +34,16 @@ _MOJIBAKE_RE = re.compile(
 _TEXT_RE = re.compile(f"(?P<placeholder>{PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
 
 
-def validate_kb(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
-    """Every problem in ``kb`` (load problems and probe files included), sorted by file and line."""
+def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = None) -> list[Problem]:
+    """Every problem in ``kb`` (load problems and probe files included), sorted by file and line.
+
+    ``probes``: the project's probe files as :func:`~kbgen.probes.discovery.scan` found them, for
+    a caller that scanned them already (the site); scanned here when not given.
+    """
     from kbgen.probes.discovery import scan
 
-    specs, probe_problems = scan(kb.project)
-    if probe_ids is None:
-        probe_ids = {spec.meta.id for spec in specs}
+    specs, probe_problems = probes if probes is not None else scan(kb.project)
+    probe_ids = {spec.meta.id for spec in specs}
     problems = [*kb.problems, *probe_problems]
     problems.extend(check_references(kb, probe_ids))
     problems.extend(check_layers(kb, {s.meta.id for s in specs if s.builtin}))

@@ -35,6 +35,10 @@ FIXES = "fixes/index.md"
 PROBES = "probes.md"
 TAGS = "tags.md"
 
+#: A fix last verified longer ago than this many days is listed as stale (the plugin's
+#: ``stale_days`` option in mkdocs.yml changes it).
+STALE_DAYS = 180
+
 #: Probe outcomes that mean "this check did not pass".
 FAILED = frozenset({ProbeStatus.fail, ProbeStatus.error, ProbeStatus.crash, ProbeStatus.timeout})
 SEVERITY_ORDER = [Severity.critical, Severity.high, Severity.medium, Severity.low]
@@ -81,7 +85,7 @@ class SiteData:
     kb: Kb
     today: dt.date
     probes: dict[str, ProbeInfo] = field(default_factory=dict)
-    stale_days: int = 180
+    stale_days: int = STALE_DAYS
     bugs_by_error: dict[str, list[Bug]] = field(default_factory=dict)
     bugs_by_cause: dict[str, list[tuple[Bug, str]]] = field(default_factory=dict)
     bugs_by_fix: dict[str, list[tuple[Bug, Any]]] = field(default_factory=dict)

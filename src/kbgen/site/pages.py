@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import yaml
@@ -21,9 +21,24 @@ import yaml
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.kinds import BUG, KINDS, R, RecordKind
 from kbgen.site import render
-from kbgen.site.data import BUGS, CAUSES, ERRORS, FIXES, HOME, PROBES, TAGS, ProbeInfo, SiteData, page_uri
+from kbgen.site.data import (
+    BUGS,
+    CAUSES,
+    ERRORS,
+    FIXES,
+    HOME,
+    PROBES,
+    STALE_DAYS,
+    TAGS,
+    ProbeInfo,
+    SiteData,
+    page_uri,
+)
 from kbgen.site.output import folder_files
-from kbgen.store import Entry, Kb, Project, load_kb, read_entry
+from kbgen.store import Entry, Project, load_kb, read_entry
+
+if TYPE_CHECKING:
+    from kbgen.probes.discovery import ProbeSpec
 
 
 @dataclass(frozen=True)
@@ -40,23 +55,10 @@ class Page:
 # --------------------------------------------------------------------------- loading
 
 
-def kb_problems(kb: Kb, probe_ids: set[str] | None = None) -> list[Problem]:
-    """What ``kbgen validate`` reports for ``kb`` (load problems alone when it is unavailable)."""
-    try:
-        from kbgen.validate import validate_kb
-    except ImportError:  # pragma: no cover - validate ships with kbgen; keep the site usable without it
-        return list(kb.problems)
-    return validate_kb(kb, probe_ids)
-
-
-def probe_catalogue(project: Project) -> dict[str, ProbeInfo]:
+def probe_catalogue(project: Project, specs: list[ProbeSpec]) -> dict[str, ProbeInfo]:
     """Built-in and project probes by id, as the catalogue page shows them."""
-    try:
-        from kbgen.probes import discover
-    except ImportError:  # pragma: no cover
-        return {}
     found = {}
-    for spec in discover(project):
+    for spec in specs:
         meta = spec.meta
         where = f"kbgen/probes/builtin/{spec.path.name}" if spec.builtin else project.rel(spec.path)
         found[meta.id] = ProbeInfo(
@@ -93,16 +95,19 @@ class EntryCache:
 
 
 def load_site(
-    project: Project, *, today: dt.date, stale_days: int = 180, cache: EntryCache | None = None
+    project: Project, *, today: dt.date, stale_days: int = STALE_DAYS, cache: EntryCache | None = None
 ) -> tuple[SiteData, list[Problem]]:
     """Load and check the KB; raise EntryError listing every error, return the warnings."""
+    from kbgen.probes.discovery import scan
+    from kbgen.validate import validate_kb
+
     kb = load_kb(project, cache.read if cache is not None else None)
-    probes = probe_catalogue(project)
-    problems = kb_problems(kb, set(probes))
+    scanned = scan(project)  # the probe files, read once: for the checks and for the catalogue
+    problems = validate_kb(kb, scanned)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise EntryError(errors, hint="`kbgen validate` lists the same problems")
-    site = SiteData(kb, today, probes, stale_days)
+    site = SiteData(kb, today, probe_catalogue(project, scanned[0]), stale_days)
     return site, [p for p in problems if p.severity != "error"]
 
 
@@ -232,7 +237,7 @@ def generate(
 @dataclass(frozen=True)
 class SiteOptions:
     docs_dir: str = "docs"
-    stale_days: int = 180
+    stale_days: int = STALE_DAYS
 
 
 class _TolerantLoader(yaml.SafeLoader):
@@ -251,7 +256,7 @@ def site_options(config: Path) -> SiteOptions:
         return SiteOptions()
     except (OSError, yaml.YAMLError) as exc:
         raise KbgenError(f"{config}: cannot read: {exc}") from None
-    stale = 180
+    stale = STALE_DAYS
     for plugin in data.get("plugins") or []:
         if isinstance(plugin, dict) and isinstance(plugin.get("kbgen"), dict):
             stale = int(plugin["kbgen"].get("stale_days", stale))

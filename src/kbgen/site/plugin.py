@@ -29,7 +29,7 @@ from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fleet.pages import FLEET
 from kbgen.site import mdsafe, navmemo, output, pages, render
-from kbgen.site.data import ERRORS
+from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.store import Project, find_project
 
 log = get_plugin_logger(__name__)
@@ -44,7 +44,7 @@ class KbgenConfig(base.Config):
     #: the project folder (or its kb/), relative to mkdocs.yml; default: found from mkdocs.yml up
     kb = c.Optional(c.Type(str))
     #: a fix not verified for this many days is listed as stale
-    stale_days = c.Type(int, default=180)
+    stale_days = c.Type(int, default=STALE_DAYS)
     #: list the error types under the navigation section whose index is errors/index.md
     nav_errors = c.Type(bool, default=True)
 
