@@ -10,6 +10,7 @@ record overrides it. Base records are read-only: ``kbgen kb copy ID`` forks one 
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def base_dir() -> Path | None:
     """The shipped knowledge folder, or None when ``$KBGEN_BASE`` turns the base layer off."""
     if os.environ.get(BASE_ENV, "").strip().lower() in ("off", "0", "no", "false", "none"):
         return None
+    return _knowledge()
+
+
+@functools.cache
+def _knowledge() -> Path:
     return Path(__file__).resolve().parent / "knowledge"
 
 
@@ -39,8 +45,11 @@ def base_rel(path: Path) -> str | None:
     base = base_dir()
     if base is None:
         return None
+    full = os.path.abspath(path)  # noqa: PTH100
+    if not full.startswith(str(base)):  # a project file: the site asks for thousands of them
+        return None
     try:
-        rel = Path(os.path.abspath(path)).relative_to(base)  # noqa: PTH100
+        rel = Path(full).relative_to(base)
     except ValueError:
         return None
     return f"{BASE_LABEL}/{rel.as_posix()}"
