@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,19 @@ def test_a_page_that_is_a_link_is_replaced_not_written_through(project: Path, tm
     assert run("--kb", str(project), "build-pages", str(out))[0] == 0
     assert target.read_text() == "mine\n"
     assert not (out / "index.md").is_symlink()
+
+
+def test_a_rewritten_page_keeps_its_permission_bits(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pages"
+    assert run("--kb", str(project), "build-pages", str(out))[0] == 0
+    page = out / "bugs/index.md"
+    page.chmod(0o640)
+    bug = project / "kb/bugs/BUG-20251020-001.md"
+    bug.write_text(bug.read_text().replace("severity: medium", "severity: low"))
+    code, output = run("--kb", str(project), "build-pages", str(out))
+    assert (code, output) == (0, f"{out}: 4 written, 17 unchanged, 0 removed\n")
+    assert stat.S_IMODE(page.stat().st_mode) == 0o640
+    assert not list(out.rglob(".*.tmp"))  # no temporary file left behind
 
 
 # --------------------------------------------------------------------------- renumber

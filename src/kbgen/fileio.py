@@ -245,7 +245,18 @@ def atomic_write(
         _write_new(path, data, mode, replace=True)
 
 
-def _write_new(path: Path, data: bytes, mode: int, *, replace: bool = False) -> None:
+def replace_file(path: Path, data: bytes, mode: int, *, durable: bool = True) -> None:
+    """Put ``data`` at ``path`` through a temporary file beside it and a rename, with permission
+    bits ``mode``: a reader sees the old file or the new one, never half of one.
+
+    The one writer of kbgen's files: records go through :func:`atomic_write` (lock, conflict
+    check, then this); generated pages come here directly with ``durable=False``, which skips
+    the fsync of the file and its folder (the next build makes a lost page again).
+    """
+    _write_new(path, data, mode, replace=True, durable=durable)
+
+
+def _write_new(path: Path, data: bytes, mode: int, *, replace: bool = False, durable: bool = True) -> None:
     folder = path.parent
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
@@ -256,8 +267,9 @@ def _write_new(path: Path, data: bytes, mode: int, *, replace: bool = False) -> 
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         Path(tmp).chmod(mode)  # mkstemp makes it 0600
         if replace:
             os.replace(tmp, path)
@@ -271,7 +283,8 @@ def _write_new(path: Path, data: bytes, mode: int, *, replace: bool = False) -> 
         with contextlib.suppress(OSError):
             if not replace or os.path.lexists(tmp):
                 os.unlink(tmp)
-    _sync_folder(folder)
+    if durable:
+        _sync_folder(folder)
 
 
 def _sync_folder(folder: Path) -> None:

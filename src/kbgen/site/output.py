@@ -10,17 +10,15 @@ symbolic link either, and OUT may not be, or hold, the KB's own records and temp
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbgen.errors import KbgenError
-from kbgen.fileio import Unreadable, new_file_mode, read_limited
+from kbgen.fileio import Unreadable, new_file_mode, read_limited, replace_file
 
 MANIFEST = ".kbgen-pages.json"
 #: a file of docs/ (an image, a PDF) larger than this is refused rather than read into memory
@@ -195,23 +193,7 @@ def _read_manifest(path: Path) -> list[str]:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """Write through a temporary file and rename: a reader never sees half a page.
-
-    The file keeps its permission bits; a new one gets those of the umask."""
+    """Write through a temporary file and rename (kbgen's one atomic writer): a reader never sees
+    half a page. The file keeps its permission bits; a new one gets those of the umask."""
     mode = stat.S_IMODE(os.lstat(path).st_mode) if _is_regular(path) else new_file_mode()
-    tmp = ""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        Path(tmp).chmod(mode)  # mkstemp makes it 0600
-        os.replace(tmp, path)
-        tmp = ""
-    except OSError as exc:
-        raise KbgenError(
-            f"{path}: cannot write: {exc.strerror}", hint="check the folder's permissions"
-        ) from None
-    finally:
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    replace_file(path, data, mode, durable=False)

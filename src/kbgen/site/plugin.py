@@ -27,6 +27,7 @@ from mkdocs.structure.pages import Page as MkPage
 
 from kbgen import clock, layers
 from kbgen.errors import KbgenError
+from kbgen.fileio import new_file_mode, replace_file
 from kbgen.fleet.pages import FLEET
 from kbgen.site import mdsafe, navmemo, output, pages, render
 from kbgen.site.data import ERRORS, STALE_DAYS
@@ -230,8 +231,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 f"{memo.misses} time(s)"
             )
         if self.entries is not None:  # serving: kbgen.js shows this file's problem as a banner
-            status = Path(config.site_dir) / PROBLEM_FILE
-            status.write_text(json.dumps({"problem": self.problem}), encoding="utf-8")
+            status = Path(config.site_dir) / PROBLEM_FILE  # read by the page while this runs
+            problem = json.dumps({"problem": self.problem}).encode()
+            replace_file(status, problem, new_file_mode(), durable=False)
         if self.pages_dir is not None:
             self._keep_search_complete(config)
         self.built = set()
