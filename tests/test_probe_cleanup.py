@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -71,10 +71,26 @@ def wait_for(path: Path, kbgen: subprocess.Popen | None = None, limit: float = 6
 
 
 @pytest.fixture
-def started() -> Iterator[list[subprocess.Popen]]:
-    """The kbgen processes a test starts; any still running at the end are killed and reaped."""
+def hiding_kbgen(
+    kb_project: Path, tmpdir_env: dict[str, str]
+) -> Iterator[Callable[[], tuple[subprocess.Popen, list[int]]]]:
+    """Starts ``kbgen probe hides`` and waits for the pids its probe hid; every kbgen it started is
+    killed and reaped at the end, so nothing leaks into the next test."""
     processes: list[subprocess.Popen] = []
-    yield processes
+
+    def start() -> tuple[subprocess.Popen, list[int]]:
+        pid_file = hiding_probe(kb_project)
+        kbgen = subprocess.Popen(
+            [*KBGEN, "probe", "hides"],
+            env=tmpdir_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        processes.append(kbgen)
+        return kbgen, wait_for(pid_file, kbgen)
+
+    yield start
     for process in processes:
         if process.poll() is None:
             process.kill()
@@ -115,14 +131,11 @@ def gone_within(pids: list[int], seconds: float) -> list[int]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_stopped_kbgen_stops_every_worker_and_removes_its_folders(
-    kb_project: Path, tmpdir_env: dict[str, str], signum: signal.Signals, started: list[subprocess.Popen]
+    tmpdir_env: dict[str, str],
+    signum: signal.Signals,
+    hiding_kbgen: Callable[[], tuple[subprocess.Popen, list[int]]],
 ) -> None:
-    pid_file = hiding_probe(kb_project)
-    kbgen = subprocess.Popen(
-        [*KBGEN, "probe", "hides"], env=tmpdir_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    started.append(kbgen)
-    probe_pids = wait_for(pid_file, kbgen)
+    kbgen, probe_pids = hiding_kbgen()
     workers = workers_of(tmpdir_env["TMPDIR"])
     assert workers  # the hanging probe's worker (and the torch worker, started early)
     kbgen.send_signal(signum)
@@ -136,14 +149,9 @@ def test_a_stopped_kbgen_stops_every_worker_and_removes_its_folders(
 
 
 def test_workers_exit_when_kbgen_is_killed(
-    kb_project: Path, tmpdir_env: dict[str, str], started: list[subprocess.Popen]
+    tmpdir_env: dict[str, str], hiding_kbgen: Callable[[], tuple[subprocess.Popen, list[int]]]
 ) -> None:
-    pid_file = hiding_probe(kb_project)
-    kbgen = subprocess.Popen(
-        [*KBGEN, "probe", "hides"], env=tmpdir_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    started.append(kbgen)
-    probe_pids = wait_for(pid_file, kbgen)
+    kbgen, probe_pids = hiding_kbgen()
     workers = workers_of(tmpdir_env["TMPDIR"])
     kbgen.kill()
     kbgen.wait(timeout=30)
