@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,88 @@ def test_bugs_are_listed_in_tables_not_in_the_sidebar(project: Path) -> None:
     assert 'href="../errors/cuda-illegal-memory-access/"' in guide  # error types are in the sidebar
     index = html_of(project, "bugs")
     assert index.count('href="BUG-20251109-002/"') == 1
+
+
+class _Cells(HTMLParser):
+    """Each row of the bug table as its cells' text and the links in them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[tuple[str, tuple[str, ...]]]] = []
+        self.text = ""
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.text, self.links = "", []
+        elif tag == "a":
+            self.links.append(dict(attrs).get("href") or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th"):
+            self.rows[-1].append((self.text.strip(), tuple(self.links)))
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+
+
+def bug_table(page: str) -> list[list[tuple[str, tuple[str, ...]]]]:
+    cells = _Cells()
+    cells.feed(page[page.index('<div class="kb-sortable">') : page.index("</table>")])
+    return cells.rows
+
+
+@pytest.mark.parametrize("directory_urls", [True, False])
+def test_bug_table_links_are_site_urls_with_either_url_style(project: Path, directory_urls: bool) -> None:
+    """The plugin puts the table into the page after Markdown ran: its links must be made the
+    way mkdocs makes every other link."""
+    if not directory_urls:
+        config = project / "mkdocs.yml"
+        config.write_text(config.read_text() + "use_directory_urls: false\n")
+    assert mkdocs_build(project).returncode == 0
+    page = (project / "site" / "bugs" / "index.html").read_text(encoding="utf-8")
+    assert "kbgenhtml" not in page and "<script>alert" not in page
+    bug, error = (
+        ("BUG-20251109-002/", "../errors/cuda-illegal-memory-access/")
+        if directory_urls
+        else ("BUG-20251109-002.html", "../errors/cuda-illegal-memory-access.html")
+    )
+    rows = bug_table(page)
+    assert [text for text, _ in rows[0]] == [
+        "ID",
+        "Title",
+        "Status",
+        "Severity",
+        "Error type",
+        "GPU",
+        "Torch",
+        "Updated",
+    ]
+    assert len(rows) == 4  # the heading and three bugs
+    assert rows[2][0] == ("BUG-20251109-002", (bug,))
+    assert rows[2][4] == ("CUDA error: an illegal memory access was encountered", (error,))
+    assert rows[1][1] == ("<script>alert(1)</script> {{ 7 * 7 }} | pipes *and* `ticks`", ())
+
+
+def test_bug_table_is_the_same_without_the_plugin(project: Path, tmp_path: Path) -> None:
+    """`kbgen build-pages` writes the table as Markdown, for mkdocs alone: same cells, same links."""
+    assert mkdocs_build(project).returncode == 0
+    with_plugin = bug_table(html_of(project, "bugs"))
+    out = tmp_path / "pages"
+    assert build_pages(project, out)[0] == 0
+    assert "kbgen:html" not in (out / "bugs" / "index.md").read_text(encoding="utf-8")
+    config = (project / "mkdocs.yml").read_text()
+    (project / "plain.yml").write_text(
+        config.replace("  - kbgen:\n      stale_days: 180\n", "").replace(
+            "docs_dir: docs", f"docs_dir: {out}"
+        )
+    )
+    result = mkdocs_build(project, "-f", "plain.yml", "--site-dir", str(tmp_path / "plain-site"))
+    assert result.returncode == 0, result.stderr
+    plain = bug_table((tmp_path / "plain-site/bugs/index.html").read_text(encoding="utf-8"))
+    assert len(plain) == 4 and plain == with_plugin
 
 
 def test_edit_links_point_at_the_kb_file(project: Path) -> None:

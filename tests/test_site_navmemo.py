@@ -65,3 +65,28 @@ def test_a_project_navigation_template_is_rendered_for_each_page(project: Path) 
     for bug in ("BUG-20251109-002", "BUG-20251020-001"):
         html = (project / "site/bugs" / bug / "index.html").read_text(encoding="utf-8")
         assert f"this page: bugs/{bug}/" in html
+
+
+def test_compiled_theme_templates_are_reused_and_an_edited_one_is_compiled_afresh(tmp_path: Path) -> None:
+    """While serving, each rebuild's new Jinja environment takes the compiled templates of the last."""
+    import jinja2
+
+    from kbgen.site.navmemo import CompiledTemplates
+
+    (tmp_path / "main.html").write_text("<p>{{ title }} one</p>", encoding="utf-8")
+    compiled = CompiledTemplates()
+    compiles: list[str] = []
+
+    class Counting(jinja2.Environment):
+        def _compile(self, source: str, filename: str) -> object:
+            compiles.append(filename)
+            return super()._compile(source, filename)
+
+    def build() -> str:
+        env = Counting(loader=jinja2.FileSystemLoader(str(tmp_path)), bytecode_cache=compiled)
+        return env.get_template("main.html").render(title="Page")
+
+    assert build() == "<p>Page one</p>" and len(compiles) == 1
+    assert build() == "<p>Page one</p>" and len(compiles) == 1  # a new environment, no compile
+    (tmp_path / "main.html").write_text("<p>{{ title }} two</p>", encoding="utf-8")
+    assert build() == "<p>Page two</p>" and len(compiles) == 2

@@ -10,6 +10,9 @@ share one rendering; a page in the navigation is rendered by the theme as before
 Only Material's own navigation templates are memoised: when a project overrides one of them (a
 ``custom_dir`` with ``partials/nav.html``...), which could show anything of the page, every page
 renders its own navigation.
+
+While serving, :class:`CompiledTemplates` also keeps the theme's compiled templates from one
+rebuild to the next.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.bccache
 from markupsafe import Markup
 
 NAV = "partials/nav.html"
@@ -133,3 +137,23 @@ def _shown_in(items: list[Any], page: Any) -> bool:
 def _render(context: Any) -> str:
     template = context.environment.get_template(_THEME_NAV)
     return str(template.render(context.get_all()))
+
+
+class CompiledTemplates(jinja2.BytecodeCache):
+    """The theme's templates, compiled once while serving instead of once per rebuild.
+
+    mkdocs makes a new Jinja environment for every build, so every rebuild parsed and compiled
+    Material's templates again (about half a second at 1,000 bugs). Jinja keys each entry by the
+    template's name and a checksum of its source, so an edited override is compiled afresh.
+    """
+
+    def __init__(self) -> None:
+        self.code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        known = self.code.get(bucket.key)
+        if known is not None:
+            bucket.bytecode_from_string(known)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.code[bucket.key] = bucket.bytecode_to_string()

@@ -29,7 +29,7 @@ from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
 from kbgen.fleet.pages import FLEET
-from kbgen.site import mdsafe, navmemo, output, pages, render
+from kbgen.site import mdsafe, navmemo, output, pages, rawhtml, render
 from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.store import Project, find_project
 
@@ -70,11 +70,14 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.last_good: list[pages.Page] | None = None  # while serving: the pages last published
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
         self.navmemo: navmemo.NavMemo | None = None
+        self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
+        self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
         if command == "serve":
             self.entries = pages.EntryCache()
+            self.compiled = navmemo.CompiledTemplates()
         if command == "serve" and dirty:
             self.pages_dir = Path(tempfile.mkdtemp(prefix="kbgen-pages-"))
 
@@ -90,7 +93,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         except KbgenError as exc:
             raise PluginError(f"kbgen: {exc}") from None
         if self.env is None:
-            self.env = render.make_environment(render.template_dirs(self.project.root))
+            self.env = render.make_environment(render.template_dirs(self.project.root), lift_html=True)
         if ASSET_CSS not in config.extra_css:
             config.extra_css.append(ASSET_CSS)
         if ASSET_JS not in [str(script) for script in config.extra_javascript]:
@@ -180,6 +183,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # Material renders the navigation, error types included, into every page: render it
         # once for all the record pages that show the same one.
         self.navmemo = navmemo.install(env)
+        if self.compiled is not None:  # mkdocs makes a new environment, so a cold one, per build
+            env.bytecode_cache = self.compiled
         return env
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
@@ -204,12 +209,29 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 after.previous_page = before
         return Navigation(nav.items, ordered)
 
+    def on_page_markdown(self, markdown: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        if page.file.src_uri not in self.generated:
+            return markdown
+        lifted = rawhtml.Lifted()
+        markdown = lifted.lift(markdown)
+        if lifted.blocks:
+            self.lifted[page.file.src_uri] = lifted
+        return markdown
+
     def on_page_content(self, html: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
         """A page made from KB text leaves here as allow-listed HTML: no script, handler or script URL."""
         if page.file.src_uri not in self.generated:
             return html
         from kbgen.site.sanitize import clean_html
 
+        lifted = self.lifted.pop(page.file.src_uri, None)
+        if lifted is not None:
+
+            def url_of(href: str) -> str | None:
+                target = files.get_file_from_path(rawhtml.target_uri(page.file.src_uri, href))
+                return None if target is None else target.url_relative_to(page.file)
+
+            html = lifted.restore(html, url_of)
         return clean_html(html)
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:

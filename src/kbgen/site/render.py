@@ -42,7 +42,9 @@ from kbgen.site.data import (
 )
 from kbgen.site.text import (
     dashboard_charts,
+    escape_html,
     first_sentence,
+    html_link,
     icon,
     link_bug_ids,
     mark,
@@ -114,6 +116,11 @@ def _link(context: Any, kind: str, record_id: str) -> Markup:
 
 
 @jinja2.pass_context
+def _html_link(context: Any, kind: str, record_id: str) -> Markup:
+    return html_link(context["site"], context["here"], kind, record_id)
+
+
+@jinja2.pass_context
 def _probe_link(context: Any, probe_id: str) -> Markup:
     """The probe's id as code, linked to its entry in the catalogue when it has one."""
     if probe_id not in context["site"].probes:
@@ -143,8 +150,12 @@ def _body(context: Any, text: str, top: int = 3) -> Markup:
     return made if site is None else Markup(link_bug_ids(made, site.bugs, context["here"]))
 
 
-def make_environment(dirs: list[Path]) -> jinja2.Environment:
-    """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors."""
+def make_environment(dirs: list[Path], *, lift_html: bool = False) -> jinja2.Environment:
+    """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors.
+
+    ``lift_html``: the site plugin builds the pages, so a large table may be written as an HTML
+    block it lifts out of Markdown's way (:mod:`kbgen.site.rawhtml`); plain Markdown otherwise.
+    """
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
         autoescape=True,  # with _finalize: anything not Markup becomes literal Markdown
@@ -168,12 +179,14 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         first_sentence=first_sentence,
         readable_pattern=readable_pattern,
         json=lambda v: Markup(json.dumps(v, ensure_ascii=False)),
+        text=escape_html,  # text inside a raw HTML element
         # for the `title:` key: the theme prints page titles unescaped (and unescapes H1 text)
         html=lambda v: html.escape(str(v), quote=True),
     )
     env.globals.update(
         href=_href,
         link=_link,
+        html_link=_html_link,
         probe_link=_probe_link,
         badge=_badge,
         icon=icon,
@@ -188,6 +201,7 @@ def make_environment(dirs: list[Path]) -> jinja2.Environment:
         PROBES=PROBES,
         TAGS=TAGS,
         SEVERITIES=SEVERITY_ORDER,
+        lift_html=lift_html,
     )
     return env
 

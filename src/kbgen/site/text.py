@@ -5,12 +5,14 @@ Used by the page templates through :mod:`kbgen.render`.
 
 from __future__ import annotations
 
+import html
 import re
 from enum import Enum
 from typing import Any
 
 from markupsafe import Markup
 
+from kbgen.kinds import KINDS
 from kbgen.site import charts, mdsafe
 from kbgen.site.data import SiteData, page_uri, relative
 
@@ -53,6 +55,25 @@ _BUG_REF_RE = re.compile(
     r"|(?<![\w/#.-])(?P<bug>BUG-\d{8}-\d{3,})(?![\w-])",
     re.DOTALL,
 )
+
+
+def escape_html(value: Any) -> Markup:
+    """``value`` as text inside an HTML element (a raw-HTML table cell, which Markdown leaves alone)."""
+    return Markup(html.escape("" if value is None else str(getattr(value, "value", value)), quote=True))
+
+
+def html_link(site: SiteData, here: str, kind: str, record_id: str) -> Markup:
+    """``<a href="page.md">title</a>`` for a record (its id as text when there is no such record).
+
+    For rows of a large table written as HTML: Markdown parses it as elements, so mkdocs still
+    rewrites and checks the ``.md`` link, but no inline pattern runs over each of its cells.
+    """
+    entries = site.kb.entries(KINDS[kind])
+    if record_id not in entries:
+        return escape_html(record_id)
+    label = record_id if kind == "bug" else entries[record_id].record.title
+    target = html.escape(relative(page_uri(kind, record_id), here), quote=True)
+    return Markup(f'<a href="{target}">{escape_html(label)}</a>')
 
 
 def link_bug_ids(text: str, bugs: Any, here: str) -> str:
