@@ -18,6 +18,7 @@ import re
 import secrets
 from collections.abc import Callable
 
+_MARK = "<!-- kbgen:html -->"
 _BLOCK = re.compile(r"^<!-- kbgen:html -->\n(.*?)^<!-- /kbgen:html -->$", re.M | re.S)
 _HREF = re.compile(r'href="([^"#]+\.md)(#[^"]*)?"')
 
@@ -36,6 +37,8 @@ class Lifted:
             self.blocks.append(match.group(1))
             return f"\n{self.token}{len(self.blocks) - 1}\n"
 
+        if _MARK not in markdown:  # most pages: one substring search, not a regex scan per line
+            return markdown
         return _BLOCK.sub(keep, markdown)
 
     def restore(self, page_html: str, url_of: Callable[[str], str | None]) -> str:
