@@ -395,6 +395,22 @@ def test_bug_page_tracebacks_get_the_width(shipped_url: str, browser: Browser, w
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_bug_index_table_links_every_bug_and_fits_the_screen(
+    shipped_url: str, browser: Browser, width: int
+) -> None:
+    show(browser, shipped_url + "bugs/", width, "bugs-index")
+    rows = browser.evaluate(
+        "[...document.querySelectorAll('.kb-sortable tbody tr')].map(r => "
+        "({id: r.cells[0].innerText, href: r.cells[0].querySelector('a').href, cells: r.cells.length,"
+        "  title: r.cells[1].getBoundingClientRect().width}))"
+    )
+    assert rows and all(r["cells"] == 8 for r in rows)
+    assert all(r["href"] == f"{shipped_url}bugs/{r['id']}/" for r in rows)  # site URLs, not .md
+    assert min(r["title"] for r in rows) > 200  # a title reads as lines, not one word per line
+    assert no_page_overflow(browser)  # a wide table scrolls inside its frame on a phone
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_marks_are_icons_not_emoji(shipped_url: str, browser: Browser, width: int) -> None:
     show(browser, shipped_url + "bugs/BUG-20251109-001/", width, "bug-marks")
     marks = browser.evaluate(

@@ -90,7 +90,7 @@ class _Cells(HTMLParser):
 
 def bug_table(page: str) -> list[list[tuple[str, tuple[str, ...]]]]:
     cells = _Cells()
-    cells.feed(page[page.index('<div class="kb-sortable">') : page.index("</table>")])
+    cells.feed(page[page.index('<div class="kb-sortable kb-bugs">') : page.index("</table>")])
     return cells.rows
 
 
