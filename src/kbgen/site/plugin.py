@@ -259,6 +259,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         if self.pages_dir is not None:
             self._keep_search_complete(config)
         self.built = set()
+        self.lifted = {}  # a page mkdocs did not render this time must not keep its blocks
 
     def _keep_search_complete(self, config: MkDocsConfig) -> None:
         """Under dirty reload the theme's search index would hold only the pages just rebuilt.
