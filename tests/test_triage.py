@@ -154,7 +154,7 @@ def test_primary_error_wins_over_the_errors_it_causes(project: Path) -> None:
         ("cublas-error", "cuda-illegal-memory-access"),
     ]
     result = triage(write_log(project, f"{IMA_LINE}\n{later}"))
-    assert "   likely a consequence of cuda-illegal-memory-access, which appears earlier in the log\n" in (
+    assert "   likely a consequence of cuda-illegal-memory-access, which this log also shows\n" in (
         result.output
     )
 

@@ -111,7 +111,7 @@ def test_the_first_cause_ranks_first_and_consequences_are_marked(
     assert text.exit_code == 0, text.output
     assert f"1. {cause} (score" in text.stdout
     block = text.stdout[text.stdout.index(f". {consequence} (score") :]
-    assert block.splitlines()[1] == f"   likely a consequence of {cause}, which appears earlier in the log"
+    assert block.splitlines()[1] == f"   likely a consequence of {cause}, which this log also shows"
 
 
 def test_a_consequence_alone_is_not_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,6 +114,14 @@ class Signature(Strict):
     regex: str
     weight: float = Field(default=1.0, gt=0, le=10)
     note: str | None = None
+    supporting: bool = Field(
+        default=False,
+        description="evidence only beside another signature of the same error type; alone it matches nothing",
+    )
+    consequence: bool = Field(
+        default=False,
+        description="a line that shows this error as the result of another error the log shows (an impossible size)",
+    )
 
     @field_validator("regex")
     @classmethod
@@ -179,6 +187,13 @@ class ErrorType(Record):
     secondary_to: list[Slug] = Field(
         default=[],
         description="error types that commonly cause this one; in a log, theirs is the primary error",
+    )
+    causes_anywhere: bool = Field(
+        default=False,
+        description=(
+            "its causes usually happen in another process (another rank), whose lines can come before"
+            " or after it in a log: a cause anywhere in the log counts, not only an earlier one"
+        ),
     )
     tags: list[str] = []
     sources: list[str] = []

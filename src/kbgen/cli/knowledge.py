@@ -76,7 +76,7 @@ def _print_report(report: TriageReport, kb: Kb, top: int, log: str) -> None:
 def _print_match(rank: int, match: Match, kb: Kb, *, detailed: bool) -> None:
     click.echo(f"{rank}. {match.error} (score {match.score:g}): {match.title}")
     if match.consequence_of:
-        click.echo(f"   likely a consequence of {match.consequence_of}, which appears earlier in the log")
+        click.echo(f"   likely a consequence of {match.consequence_of}, which this log also shows")
     shown = match.lines if detailed else match.lines[:2]
     for hit in shown:
         click.echo(f"   line {hit.number}: {_clip(hit.text)}")

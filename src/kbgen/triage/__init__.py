@@ -3,10 +3,15 @@
 ``triage_log`` streams the log (see :mod:`kbgen.triage.scan`), scores each error type by the
 weights of the signatures that matched, and puts the first cause ahead of the errors it causes:
 an error type lists in ``secondary_to`` the types that usually cause it, and when one of those
-appears earlier in the same log the later one is marked ``consequence_of`` (the earliest such
-cause) and ranked below it. A device-side assert followed by CUBLAS failures, an OOM on one
-rank followed by NCCL watchdog timeouts, an ECC error followed by NCCL errors: each ranks its
-first cause first.
+appears earlier in the same log it is marked ``consequence_of`` (the earliest such cause) and
+ranked below it. An error type whose causes happen on other ranks (``causes_anywhere``: NCCL
+timeouts) takes a cause anywhere in the log, as ranks print in any order and a log gathered
+from several ranks may show the consequence first. A device-side assert followed by CUBLAS
+failures, an OOM on one rank and NCCL watchdog timeouts on the others, an ECC error and NCCL
+errors: each ranks its cause first. A signature marked ``consequence`` (an allocation of an impossible size) makes its error
+type a consequence of whatever else the log shows. A signature marked ``supporting`` (a bare
+``KeyboardInterrupt``, a thread-dump header, a hint PyTorch appends to every CUDA error) counts
+only beside a non-supporting signature of its type.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ class Match(_Model):
     first_line: int
     count: int
     lines: list[LineHit]
-    #: the error type that appears earlier in the log and usually causes this one
+    #: the error type in the same log that usually causes this one
     consequence_of: str | None = None
     excerpt: list[str] = Field(default=[], exclude=True)
 
@@ -117,7 +122,17 @@ def compile_signatures(kb: Kb) -> tuple[list[CompiledSignature], list[Skipped]]:
                 )
                 continue
             screen = compile_screen(signature.regex)
-            compiled.append(CompiledSignature(error_id, index, exact, screen, signature.weight))
+            compiled.append(
+                CompiledSignature(
+                    error_id,
+                    index,
+                    exact,
+                    screen,
+                    signature.weight,
+                    supporting=signature.supporting,
+                    consequence=signature.consequence,
+                )
+            )
     return compiled, skipped
 
 
@@ -145,26 +160,53 @@ def triage_text(text: str, kb: Kb, name: str = "<text>") -> TriageReport:
 
 
 def rank(scan: ScanResult, kb: Kb) -> list[Match]:
-    """Matches best first: by score, with secondary errors placed below their primary."""
+    """Matches best first: by score, with secondary errors placed below their cause."""
     by_error: dict[str, list[SignatureHits]] = defaultdict(list)
     for hits in scan.hits.values():
         if hits.count:
             by_error[hits.signature.error].append(hits)
-    matches = {error: _match(error, found, kb) for error, found in by_error.items()}
-    for match in sorted(matches.values(), key=lambda m: (m.first_line, m.error)):
-        causes = [
-            matches[p]
-            for p in kb.errors[match.error].record.secondary_to
-            if p in matches
-            and p != match.error
-            and matches[p].first_line <= match.first_line
-            and matches[p].consequence_of != match.error
-        ]
-        if causes:
-            cause = min(causes, key=lambda m: (m.first_line, m.error))
-            match.consequence_of = cause.error
-            match.score = round(min(match.score, cause.score) * SECONDARY_SHARE, 2)
+    shown = {error: found for error, found in by_error.items() if _enough_evidence(found)}
+    matches = {error: _match(error, found, kb) for error, found in shown.items()}
+    raw = {error: match.score for error, match in matches.items()}
+    results = {error for error, found in shown.items() if _only_a_result(found)}
+    causes = {error: _cause(match, matches, results, kb) for error, match in matches.items()}
+    for error, match in matches.items():
+        cause = causes[error]
+        if cause is None:
+            continue
+        root, seen = cause, {error}
+        while (above := causes.get(root)) is not None and root not in seen:
+            seen.add(root)
+            root = above
+        match.consequence_of = cause
+        match.score = round(min(raw[error], raw[root]) * SECONDARY_SHARE, 2)
     return sorted(matches.values(), key=lambda m: (-m.score, m.first_line, m.error))
+
+
+def _enough_evidence(found: list[SignatureHits]) -> bool:
+    """Supporting signatures (generic hints, a bare KeyboardInterrupt) never show a type alone."""
+    return any(not h.signature.supporting for h in found)
+
+
+def _only_a_result(found: list[SignatureHits]) -> bool:
+    """Every line the error type matched on is one a ``consequence`` signature matched."""
+    result_lines = {hit.number for h in found if h.signature.consequence for hit in h.lines}
+    return bool(result_lines) and all(hit.number in result_lines for h in found for hit in h.lines)
+
+
+def _cause(match: Match, matches: dict[str, Match], results: set[str], kb: Kb) -> str | None:
+    """The error type that caused ``match``, if the log shows one; a result is never a cause."""
+    others = [m for e, m in matches.items() if e != match.error and e not in results]
+    if match.error in results:
+        best = max(others, key=lambda m: (m.score, -m.first_line), default=None)
+        return best.error if best else None
+    record = kb.errors[match.error].record
+    causes = [
+        m
+        for m in others
+        if m.error in record.secondary_to and (record.causes_anywhere or m.first_line <= match.first_line)
+    ]
+    return min(causes, key=lambda m: (m.first_line, m.error)).error if causes else None
 
 
 def _match(error: str, found: list[SignatureHits], kb: Kb) -> Match:

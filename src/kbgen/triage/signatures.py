@@ -50,6 +50,10 @@ class CompiledSignature:
     exact: Any  # re2 pattern, run on a cleaned line (str)
     screen: Any  # re2 pattern without line anchors, run on raw blocks (bytes)
     weight: float
+    #: counts only when a non-supporting signature of the same error type matched too
+    supporting: bool = False
+    #: when it matches, the error type ranks as a consequence of the log's other errors
+    consequence: bool = False
 
 
 def _options(*, never_nl: bool, max_mem: int = PATTERN_MEM) -> Any:
