@@ -448,3 +448,26 @@ def test_without_the_set_each_signature_screens_on_its_own(
         ("cuda-out-of-memory", 1),
         ("cuda-illegal-memory-access", 11),
     ]
+
+
+def test_supporting_signatures_need_other_evidence(
+    make_tree: MakeTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hang = (
+        "---\nid: import-hang\ntitle: Freeze\nsummary: A run that never returns.\nsignatures:\n"
+        "  - regex: '^KeyboardInterrupt$'\n    weight: 1.5\n    supporting: true\n"
+        "  - regex: 'in _lazy_init$'\n    weight: 2\n    supporting: true\n"
+        "  - regex: 'hangs forever'\n    weight: 3\n"
+        "  - regex: 'debug hint'\n    weight: 0.5\n    supporting: true\n"
+        "  - regex: 'other hint'\n    weight: 0.5\n    supporting: true\n---\n"
+    )
+    root = make_tree({"kb/errors/import-hang.md": hang})
+    monkeypatch.chdir(root)
+    shown = {
+        "KeyboardInterrupt\n": [],
+        "debug hint\nother hint\n": [],  # two supporting lines that weigh too little together
+        "  File torch/cuda/__init__.py, line 9, in _lazy_init\nKeyboardInterrupt\n": [("import-hang", 3.5)],
+        "KeyboardInterrupt\nit hangs forever\n": [("import-hang", 4.5)],
+    }
+    for text, expected in shown.items():
+        assert [(m["error"], m["score"]) for m in matches(root, text)] == expected, text

@@ -5,10 +5,11 @@ reading the thread would name, or null for a non-CUDA error that must match noth
 thread it was taken from, and the part of the old tune/held-out split it was in. The old
 held-out part has been looked at since (see tests/data/logs/README.md), so every log here is
 tuning data: the figures over all logs say how well the signatures fit what they were written
-against, and each old part is still reported on its own. How well the signatures generalise is
-measured on logs they were never tuned on (tests/data/logs-fresh/), not here. This is the one
-place the tests use the shipped kb/: the figures measure the KB's signatures as much as the
-matcher.
+against, and each old part is still reported on its own. tests/data/logs-fresh/ was measured once
+as unseen logs and is tuning data too since its misses were fixed (its README says what changed);
+how well the signatures generalise is measured on a newer set kept outside the repository. This
+is the one place the tests use the shipped kb/: the figures measure the KB's signatures as much
+as the matcher.
 """
 
 from __future__ import annotations
@@ -37,14 +38,16 @@ SPLITS = ("tune", "heldout")
 #: (240 of 240); a change to a signature may not lose more than a few of them
 ALL_TOP1 = 0.98
 
-#: the fresh set: real logs gathered after the signatures were tuned and measured once, untouched
-#: (tests/data/logs-fresh/README.md). The figures of that one measurement (top-1 101 of 107, one
-#: negative matched) are a floor: a change may raise them, never lower them. The goals are 0.95 and
-#: no false match; the set becomes tuning data only when a newer fresh set replaces it.
+#: the once-fresh set (tests/data/logs-fresh/README.md). Its one measurement as unseen logs, with
+#: the signatures as tuned on tests/data/logs: top-1 101 of 107 (0.944), top-3 101 of 107, and 1
+#: of 20 negatives matched (an autograd in-place error matched import-hang on a stray
+#: KeyboardInterrupt line). Its six misses and the false match were then fixed class by class, so
+#: it is tuning data now, and these are the figures reached on it (107 of 107, no false match): a
+#: floor that a change may not go under. Generalisation is measured on a newer set, not here.
 FRESH = REPO / "tests" / "data" / "logs-fresh"
 FRESH_MANIFEST = json.loads((FRESH / "manifest.json").read_text(encoding="utf-8"))
-FRESH_TOP1 = 101
-FRESH_FALSE_MATCHES = 1
+FRESH_TOP1 = 107
+FRESH_FALSE_MATCHES = 0
 
 
 def heldout_by_rule(name: str) -> bool:
@@ -168,15 +171,15 @@ def test_fresh_set_is_complete_sourced_and_new() -> None:
     assert sum(info["label"] is None for info in FRESH_MANIFEST.values()) >= 15
 
 
-def test_accuracy_on_the_fresh_set_never_drops(
+def test_accuracy_on_the_once_fresh_set_never_drops(
     fresh_figures: Figures, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with capsys.disabled():
         print()
-        print(f"triage accuracy, {fresh_figures.line('fresh set (never tuned on)')}")
+        print(f"triage accuracy, {fresh_figures.line('once-fresh set (tuning data now)')}")
         for miss in fresh_figures.misses:
             print(f"  miss: {miss}")
         for false in fresh_figures.false_matches:
             print(f"  false match: {false}")
-    assert fresh_figures.top1 >= FRESH_TOP1, fresh_figures.line("fresh set")
+    assert fresh_figures.top1 >= FRESH_TOP1, fresh_figures.line("once-fresh set")
     assert len(fresh_figures.false_matches) <= FRESH_FALSE_MATCHES, fresh_figures.false_matches

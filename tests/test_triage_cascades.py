@@ -123,3 +123,70 @@ def test_a_consequence_alone_is_not_marked(tmp_path: Path, monkeypatch: pytest.M
     assert result.exit_code == 0, result.output
     matches = json.loads(result.stdout)["matches"]
     assert [(m["error"], m["consequence_of"]) for m in matches] == [("nccl-error", None)]
+
+
+def triage_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log: str) -> list[dict[str, object]]:
+    monkeypatch.chdir(REPO)
+    path = tmp_path / "train.log"
+    path.write_text(log, encoding="utf-8")
+    result = invoke("triage", "--json", str(path))
+    assert result.exit_code == 0, result.output
+    matches: list[dict[str, object]] = json.loads(result.stdout)["matches"]
+    return matches
+
+
+def test_watchdog_timeouts_printed_before_the_failing_rank_are_still_its_consequence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a log gathered rank by rank: the ranks that waited come first, the rank that failed last
+    oom = OOM_THEN_NCCL_WATCHDOG[: OOM_THEN_NCCL_WATCHDOG.index("[rank1]:[E1123")]
+    watchdog = OOM_THEN_NCCL_WATCHDOG[len(oom) :]
+    found = triage_json(tmp_path, monkeypatch, watchdog + oom)
+    assert [(m["error"], m["consequence_of"]) for m in found] == [
+        ("cuda-out-of-memory", None),
+        ("nccl-error", "cuda-out-of-memory"),
+    ]
+
+
+def test_an_impossible_allocation_after_a_timeout_ranks_below_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a collective that timed out hands on garbage: the next allocation asks for exabytes
+    watchdog = OOM_THEN_NCCL_WATCHDOG[OOM_THEN_NCCL_WATCHDOG.index("[rank1]:[E1123") :]
+    garbage = (
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.\n"
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 17179869184.00 GiB."
+        " GPU 0 has a total capacity of 79.10 GiB of which 70.06 GiB is free.\n"
+    )
+    found = triage_json(tmp_path, monkeypatch, garbage + watchdog)
+    assert [(m["error"], m["consequence_of"]) for m in found] == [
+        ("nccl-error", None),
+        ("cuda-out-of-memory", "nccl-error"),
+    ]
+    alone = triage_json(tmp_path, monkeypatch, garbage)
+    assert [(m["error"], m["consequence_of"]) for m in alone] == [("cuda-out-of-memory", None)]
+
+
+AUTOGRAD_AFTER_CTRL_C = (
+    "KeyboardInterrupt\n"
+    '  File "/usr/lib/python3.10/site-packages/torch/autograd/__init__.py", line 200, in backward\n'
+    "RuntimeError: one of the variables needed for gradient computation has been modified by an"
+    " inplace operation\n"
+)
+
+CTRL_C_IN_AN_EXTENSION_BUILD = (
+    "^CTraceback (most recent call last):\n"
+    '  File "/work/ext/__init__.py", line 9, in <module>\n'
+    "    _backend = load(name='ext', sources=['ext.cu'])\n"
+    '  File "/usr/lib/python3.10/site-packages/torch/utils/cpp_extension.py", line 2156, in _jit_compile\n'
+    "    baton.wait()\n"
+    "KeyboardInterrupt\n"
+)
+
+
+def test_a_stray_keyboard_interrupt_is_no_hang_but_a_stack_stuck_in_a_wait_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert triage_json(tmp_path, monkeypatch, AUTOGRAD_AFTER_CTRL_C) == []
+    found = triage_json(tmp_path, monkeypatch, CTRL_C_IN_AN_EXTENSION_BUILD)
+    assert [m["error"] for m in found] == ["import-hang"]

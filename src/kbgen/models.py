@@ -120,7 +120,10 @@ class Signature(Strict):
     )
     consequence: bool = Field(
         default=False,
-        description="a line that shows this error as the result of another error the log shows (an impossible size)",
+        description=(
+            "a line that shows this error as the result of another error the log shows"
+            " (an impossible allocation size)"
+        ),
     )
 
     @field_validator("regex")

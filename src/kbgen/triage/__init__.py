@@ -8,10 +8,13 @@ ranked below it. An error type whose causes happen on other ranks (``causes_anyw
 timeouts) takes a cause anywhere in the log, as ranks print in any order and a log gathered
 from several ranks may show the consequence first. A device-side assert followed by CUBLAS
 failures, an OOM on one rank and NCCL watchdog timeouts on the others, an ECC error and NCCL
-errors: each ranks its cause first. A signature marked ``consequence`` (an allocation of an impossible size) makes its error
-type a consequence of whatever else the log shows. A signature marked ``supporting`` (a bare
-``KeyboardInterrupt``, a thread-dump header, a hint PyTorch appends to every CUDA error) counts
-only beside a non-supporting signature of its type.
+errors: each ranks its cause first.
+
+A signature marked ``consequence`` (an allocation of an impossible size) makes its error type a
+consequence of whatever else the log shows. A signature marked ``supporting`` (a bare
+``KeyboardInterrupt``, a thread-dump header, a hint PyTorch appends to every CUDA error) never
+shows its type alone: it needs a non-supporting signature of the type, or a second supporting one
+with which it weighs at least MIN_SUPPORTING.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ REPEAT_BONUS = 0.1
 REPEAT_CAP = 5
 #: a secondary error keeps this share of its primary's score, so it ranks below it
 SECONDARY_SHARE = 0.5
+#: supporting signatures alone show an error type when two or more weigh this much together
+MIN_SUPPORTING = 3.0
 MAX_EXCERPT_LINES = 60
 MAX_EXCERPT_CHARS = 8000
 MAX_TITLE = 120
@@ -184,8 +189,11 @@ def rank(scan: ScanResult, kb: Kb) -> list[Match]:
 
 
 def _enough_evidence(found: list[SignatureHits]) -> bool:
-    """Supporting signatures (generic hints, a bare KeyboardInterrupt) never show a type alone."""
-    return any(not h.signature.supporting for h in found)
+    """A non-supporting signature matched, or two different supporting ones that weigh enough
+    together (a Ctrl-C and a frame in CUDA start-up; not the two hints every CUDA error carries)."""
+    if any(not h.signature.supporting for h in found):
+        return True
+    return len(found) >= 2 and sum(h.signature.weight for h in found) >= MIN_SUPPORTING
 
 
 def _only_a_result(found: list[SignatureHits]) -> bool:
