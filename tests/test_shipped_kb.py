@@ -51,6 +51,10 @@ EXAMPLES: dict[str, list[str]] = {
         "/pytorch/aten/src/THC/generic/THCTensorCopy.c:20",
         # https://github.com/Dao-AILab/flash-attention/issues/1311
         'Thread 137 "pt_autograd_0" received signal CUDA_EXCEPTION_14, Warp Illegal Address.',
+        # the CUDA runtime's message for error 717 (cudaGetErrorString)
+        "RuntimeError: CUDA error: operation not supported on global/shared address space",
+        # the kernel log's Xid 31 line (a GPU memory page fault)
+        "NVRM: Xid (PCI:0000:01:00): 31, pid=2345, name=python3, Ch 00000010, intr 00000000. MMU Fault",
     ],
     "cuda-illegal-instruction": [
         # https://github.com/lllyasviel/Fooocus/issues/530
@@ -62,6 +66,10 @@ EXAMPLES: dict[str, list[str]] = {
         "group__CUDART__TYPES.html for more information.",
         # https://github.com/index-tts/index-tts/issues/336 (title)
         "torch.AcceleratorError: CUDA error: an illegal instruction was encountered",
+        # old PyTorch's wording with the pre-10.1 number of the error
+        "RuntimeError: cuda runtime error (73) : an illegal instruction was encountered",
+        # the CUDA runtime's message for error 718
+        "RuntimeError: CUDA error: invalid program counter",
     ],
     "cpu-illegal-instruction": [
         # https://github.com/pytorch/pytorch/issues/90535
@@ -113,6 +121,8 @@ EXAMPLES: dict[str, list[str]] = {
         "cuda failed with error 2 out of memory. use CUDA_LAUNCH_BLOCKING=1 to get correct traceback.",
         # https://github.com/NVIDIA/TensorRT-LLM/issues/1670
         "VM-0-16-ubuntu:392:494 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'",
+        # the size check of PyTorch's allocators (CUDAMallocAsyncAllocator.cpp)
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.",
     ],
     "cuda-device-side-assert": [
         # https://github.com/layumi/Person_reID_baseline_pytorch/issues/372
@@ -149,6 +159,12 @@ EXAMPLES: dict[str, list[str]] = {
         "Cuda Error (209): cudaLaunchKernel returned cudaErrorNoKernelImageForDevice",
         # https://github.com/romain-jacotin/cuda/issues/1 (title)
         "cuda runtime error (48) : no kernel image is available for execution on the device",
+        # the old wording of the start-up warning (torch/cuda/__init__.py)
+        "The minimum cuda capability that we support is 3.5.",
+        # Caffe's glog check with the pre-10.1 number of invalid device function
+        "Check failed: error == cudaSuccess (8 vs. 0)  invalid device function",
+        # NVRTC's option check
+        "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)",
     ],
     "cuda-driver-too-old": [
         # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
@@ -173,6 +189,8 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/NVIDIA/nvidia-docker/issues/1256
         "CUDA: Check failed: e == cudaSuccess (803 vs. 0) : system has unsupported display driver / cuda "
         "driver combination",
+        # nvidia-smi's message
+        "Failed to initialize NVML: Driver/library version mismatch",
     ],
     "cuda-not-available": [
         # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
@@ -200,6 +218,13 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/wentaozhu/DeepLung/issues/1 (title)
         "RuntimeError: cuda runtime error (38) : no CUDA-capable device is detected at "
         "torch/csrc/cuda/Module.cpp:87",
+        # PyTorch's message for cudaErrorInitializationError (c10/cuda)
+        "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+        # torch.serialization's check
+        "RuntimeError: Attempting to deserialize object on a CUDA device but "
+        "torch.cuda.is_available() is False. If you are running on a CPU-only machine, ...",
+        # the dynamic loader
+        "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
     ],
     "cublas-error": [
         # https://github.com/torch/cutorch/issues/818
@@ -211,6 +236,8 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
         # https://github.com/damo-cv/TransReID/issues/6
         "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+        # TensorFlow's wording
+        "InternalError: Blas GEMM launch failed : a.shape=(100, 784), b.shape=(784, 10), m=100, n=10, k=784",
     ],
     "cudnn-error": [
         # https://github.com/Comfy-Org/ComfyUI/issues/5365
@@ -232,6 +259,8 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/deepakn97/relationPrediction/issues/37
         "RuntimeError: Unable to find a valid cuDNN algorithm to run convolution (try_all at "
         "/opt/conda/conda-bld/pytorch_1591914868920/work/aten/src/ATen/native/cudnn/Conv.cpp:693)",
+        # TensorFlow's wording
+        "Failed to get convolution algorithm. This is probably because cuDNN failed to initialize, so try",
     ],
     "nccl-error": [
         # https://github.com/NVIDIA/caffe/issues/492
@@ -267,6 +296,13 @@ EXAMPLES: dict[str, list[str]] = {
         "/dev/shm/nccl-KWfVyt (size 5967872)",
         # https://github.com/NVIDIA/nccl-tests/issues/166
         "ubuntu:9621:9688 [3] NCCL INFO transport/shm.cc:114 -> 2",
+        # ncclGetErrorString of ncclTimeout
+        "NCCL operation timed out",
+        # ncclGetErrorString of ncclInternalError
+        "ncclInternalError: internal error - please report this issue to the NCCL developers",
+        # ProcessGroupNCCL's heartbeat monitor
+        "[PG ID 0 PG GUID 0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated "
+        "after dumping debug info. workMetaList_.size()=1",
     ],
     "cuda-launch-failure": [
         # https://github.com/apache/mxnet/issues/11395
@@ -314,6 +350,12 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/Nmegha2601/activitygraph_transformer/issues/9
         "RuntimeError: Expected object of device type cuda but got device type cpu for argument #1 'self' "
         "in call to _th_index_select",
+        # the foreach kernels' check
+        "RuntimeError: Tensor on device cpu is not on the expected device cuda:0!",
+        # the indexing check
+        "RuntimeError: indices should be either on cpu or on the same device as the indexed tensor (cpu)",
+        # the generator check of the samplers
+        "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'",
     ],
     "dataloader-worker-died": [
         # https://github.com/MIC-DKFZ/nnUNet/issues/2162
@@ -370,6 +412,12 @@ EXAMPLES: dict[str, list[str]] = {
         # https://raw.githubusercontent.com/stas00/ml-engineering/7bc7c3054eb93c277a4755c597ae0864d77a63f1/compute/accelerator/nvidia/debug.md
         "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu "
         "to activate.",
+        # the page-retirement documentation's form of Xid 48
+        "XID 48 An uncorrectable double bit error (DBE) has been detected on GPU (0000:3b:00)",
+        # the CUDA runtime's message for error 220
+        "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+        # the Kubernetes device plugin's health check
+        "XidCriticalError: Xid=48 on Device=GPU-5e6c0d2a, the device will go unhealthy.",
     ],
     "cuda-device-busy": [
         # https://github.com/cositools/cosipy/issues/631
@@ -378,6 +426,9 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable",
         # https://github.com/NVIDIA/DIGITS/issues/2005
         "Check failed: error == cudaSuccess (46 vs. 0)  all CUDA-capable devices are busy or unavailable",
+        # PyTorch's pointer to the runtime's error name
+        "Search for `cudaErrorDevicesUnavailable' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+        "group__CUDART__TYPES.html for more information.",
     ],
     "import-hang": [
         # https://github.com/PASSIONLab/OpenEquivariance/issues/156
@@ -405,6 +456,28 @@ EXAMPLES: dict[str, list[str]] = {
         "KeyboardInterrupt",
         # https://github.com/tinygrad/tinygrad/pull/18190
         "Timeout (0:00:01)!",
+        # py-spy's frame format
+        "    _find_and_load (<frozen importlib._bootstrap>:1176)",
+        # faulthandler's frame format
+        '  File "/usr/lib/python3.10/site-packages/torch/cuda/__init__.py", line 302 in _lazy_init',
+        # IPython's frame format
+        "~/miniconda3/lib/python3.6/site-packages/torch/cuda/__init__.py in _lazy_init()",
+        # gdb's frame format
+        "#3  0x00007f3c1a2b4c5d in cuInit () from /usr/lib/x86_64-linux-gnu/libcuda.so.1",
+        # strace of the first CUDA call
+        'openat(AT_FDCWD, "/home/user/.nv/ComputeCache/index", O_RDWR) = 5',
+        # strace of a call still waiting
+        "futex(0x7f2a3c000b60, FUTEX_WAIT_BITSET_PRIVATE|FUTEX_CLOCK_REALTIME, 0, NULL",
+        # torch.utils.file_baton's warning
+        'UserWarning: Waited on lock file "/root/.cache/torch_extensions/fused_adam/lock" for 60 seconds.',
+        # gdb stopped with Ctrl-C
+        "Program received signal SIGINT, Interrupt.",
+        # a Ctrl-C traceback through Thread.join
+        '  File "/usr/lib/python3.10/threading.py", line 1116, in _wait_for_tstate_lock',
+        # a report of where it freezes
+        "the script is stuck at import of transformers",
+        # a freeze in prose
+        "It prints the device name and then hangs.",
     ],
 }
 
