@@ -123,6 +123,9 @@ EXAMPLES: dict[str, list[str]] = {
         "VM-0-16-ubuntu:392:494 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'",
         # the size check of PyTorch's allocators (CUDAMallocAsyncAllocator.cpp)
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.",
+        # TensorFlow's wording
+        "ResourceExhaustedError: OOM when allocating tensor with shape[64,256,56,56] and type float on "
+        "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
     ],
     "cuda-device-side-assert": [
         # https://github.com/layumi/Person_reID_baseline_pytorch/issues/372
@@ -191,6 +194,8 @@ EXAMPLES: dict[str, list[str]] = {
         "driver combination",
         # nvidia-smi's message
         "Failed to initialize NVML: Driver/library version mismatch",
+        # TensorFlow's wording
+        "kernel version 450.80.2 does not match DSO version 470.57.2 -- cannot find working devices",
     ],
     "cuda-not-available": [
         # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
