@@ -70,6 +70,8 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: cuda runtime error (73) : an illegal instruction was encountered",
         # the CUDA runtime's message for error 718
         "RuntimeError: CUDA error: invalid program counter",
+        # compute-sanitizer's memcheck report (its documentation lists 'Illegal instruction')
+        "========= Illegal instruction",
     ],
     "cpu-illegal-instruction": [
         # https://github.com/pytorch/pytorch/issues/90535
@@ -126,6 +128,18 @@ EXAMPLES: dict[str, list[str]] = {
         # TensorFlow's wording
         "ResourceExhaustedError: OOM when allocating tensor with shape[64,256,56,56] and type float on "
         "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
+        # CuPy's memory pool (cupy/cuda/memory.pyx)
+        "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes "
+        "(allocated so far: 0 bytes).",
+        # RAPIDS Memory Manager's pool at its limit (rmm/mr/device/pool_memory_resource.hpp)
+        "MemoryError: std::bad_alloc: out_of_memory: RMM failure at:pool_memory_resource.hpp:276: "
+        "Maximum pool size exceeded",
+        # XLA's device allocator (JAX)
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+        "allocate 17179869184 bytes.",
+        # a C++ CUDA check macro: file and line, then the runtime's text on its own line
+        "error: out of memory",
+        "terminate called after throwing an instance of 'CUDA::error'",
     ],
     "cuda-device-side-assert": [
         # https://github.com/layumi/Person_reID_baseline_pytorch/issues/372
@@ -308,6 +322,14 @@ EXAMPLES: dict[str, list[str]] = {
         # ProcessGroupNCCL's heartbeat monitor
         "[PG ID 0 PG GUID 0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated "
         "after dumping debug info. workMetaList_.size()=1",
+        # NCCL's socket layer (src/misc/socket.cc): an INFO line while a peer refuses connections
+        "node1:1234:1290 [0] NCCL INFO Call to connect returned Connection refused, retrying",
+        # NCCL's bootstrap root (src/bootstrap.cc)
+        "node1:18569:18835 [0] bootstrap.cc:131 NCCL WARN Bootstrap Root : "
+        "rank 1 of 8 ranks has already checked in",
+        # NCCL's socket layer giving up (src/misc/socket.cc)
+        "node1:1234:1290 [0] misc/socket.cc:484 NCCL WARN socketTryAccept: "
+        "exceeded error retry count after 5 attempts",
     ],
     "cuda-launch-failure": [
         # https://github.com/apache/mxnet/issues/11395
@@ -373,6 +395,8 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/cortexlabs/cortex/issues/2115
         "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared "
         "memory (shm).",
+        # PaddlePaddle's DataLoader (python/paddle/io/dataloader)
+        "SystemError: (Fatal) DataLoader process (pid 3063) exited is killed by signal: Killed.",
     ],
     "cuda-invalid-device-ordinal": [
         # https://github.com/pytorch/pytorch/issues/107300
@@ -423,6 +447,16 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
         # the Kubernetes device plugin's health check
         "XidCriticalError: Xid=48 on Device=GPU-5e6c0d2a, the device will go unhealthy.",
+        # an uncorrectable ECC error named in a scheduler's drain reason
+        "Reason=uncorrectable ECC errors on GPU 3 [root@2026-01-02T10:00:00]",
+        # the kernel's PCIe AER report (drivers/pci/pcie/aer.c) on a device bound to the nvidia driver
+        "nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), "
+        "type=Transaction Layer, (Requester ID)",
+        "nvidia 0000:3b:00.0:   device [10de:20b0] error status/mask=00004000/00000000",
+        # DCGM's health-check failure code (dcgm_errors.h)
+        "Error: DCGM_FR_VOLATILE_DBE_DETECTED: Detected 2 volatile double-bit ECC error(s) in GPU 0.",
+        # nvidia-smi when the GPU no longer answers
+        "Unable to determine the device handle for GPU0000:03:00.0: Unknown Error",
     ],
     "cuda-device-busy": [
         # https://github.com/cositools/cosipy/issues/631
@@ -483,6 +517,18 @@ EXAMPLES: dict[str, list[str]] = {
         "the script is stuck at import of transformers",
         # a freeze in prose
         "It prints the device name and then hangs.",
+        # torch.utils.cpp_extension's progress lines (its docs show them), each as a log's last line
+        "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...",
+        "Emitting ninja build file /root/.cache/torch_extensions/py310_cu121/fused_adam/build.ninja...",
+        "Loading extension module fused_adam...",
+        # the lock-file warning of NVlabs' renderer plugins (nvdiffrec's renderutils/ops.py)
+        "Warning: Lock file exists in build directory: "
+        "'/home/u/.cache/torch_extensions/py39_cu118/renderutils_plugin/lock'",
+        # a gdb backtrace of a library initialiser that waits on a thread
+        "#7  0x00007f1c2a3b4c5d in _dl_init (main_map=0x55d0c0a0, argc=2) at dl-init.c:121",
+        "#2  0x00007f3b8a6c1e07 in std::thread::join() () from /lib/x86_64-linux-gnu/libstdc++.so.6",
+        # a native stack inside ROCm's start-up
+        "#5  0x00007f8e1c2d3e4f in hipInit () from /opt/rocm/lib/libamdhip64.so.6",
     ],
 }
 

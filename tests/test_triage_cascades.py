@@ -190,3 +190,80 @@ def test_a_stray_keyboard_interrupt_is_no_hang_but_a_stack_stuck_in_a_wait_is(
     assert triage_json(tmp_path, monkeypatch, AUTOGRAD_AFTER_CTRL_C) == []
     found = triage_json(tmp_path, monkeypatch, CTRL_C_IN_AN_EXTENSION_BUILD)
     assert [m["error"] for m in found] == ["import-hang"]
+
+
+EXTENSION_BUILD_START = (
+    "loading configs from configs/train.yaml\n"
+    "Using /home/u/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+    "Using /home/u/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+)
+
+
+def test_a_log_that_stops_at_an_extension_build_step_is_a_hang_and_one_that_goes_on_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the ranks wait on a lock a killed build left behind: nothing follows the build's first line
+    found = triage_json(tmp_path, monkeypatch, EXTENSION_BUILD_START + "\n")
+    assert [m["error"] for m in found] == ["import-hang"]
+    goes_on = (
+        "Emitting ninja build file /home/u/.cache/torch_extensions/py310_cu121/fused/build.ninja...\n"
+        "Building extension module fused...\n"
+        "Loading extension module fused...\n"
+        "epoch 0 step 10 loss 2.01\n"
+    )
+    assert triage_json(tmp_path, monkeypatch, EXTENSION_BUILD_START + goes_on) == []
+    # a build that fails right after a build step is a build error, not a freeze
+    no_cuda_home = (
+        "Emitting ninja build file /home/u/.cache/torch_extensions/py310_cu121/fused/build.ninja...\n"
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n"
+    )
+    assert triage_json(tmp_path, monkeypatch, EXTENSION_BUILD_START + no_cuda_home) == []
+
+
+def test_a_tools_own_out_of_memory_hint_in_a_host_memory_failure_matches_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host = (
+        "Error: [enforce fail at alloc_cpu.cpp:83] . DefaultCPUAllocator: can't allocate memory: you"
+        " tried to allocate 264896512 bytes. Error code 12 (Cannot allocate memory)\n"
+        "If you encounter CUDA out of memory, try to set --tile with a smaller number.\n"
+    )
+    assert triage_json(tmp_path, monkeypatch, host) == []
+    title = "Getting CUDA out of memory when fine-tuning with batch size 8\n"
+    assert [m["error"] for m in triage_json(tmp_path, monkeypatch, title)] == ["cuda-out-of-memory"]
+
+
+def test_a_sanitizer_illegal_instruction_is_a_gpu_fault_not_a_cpu_sigill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = (
+        "========= COMPUTE-SANITIZER\n"
+        "========= Illegal instruction\n"
+        "=========     at reduce_kernel(float *, int)+0x80 in reduce.cu:72\n"
+        "=========     by thread (0,0,0) in block (0,0,0)\n"
+    )
+    assert [m["error"] for m in triage_json(tmp_path, monkeypatch, report)] == ["cuda-illegal-instruction"]
+    shell = "./run.sh: line 3: 4242 Illegal instruction     python -c 'import torch'\n"
+    assert [m["error"] for m in triage_json(tmp_path, monkeypatch, shell)] == ["cpu-illegal-instruction"]
+
+
+def test_an_uncorrected_pcie_error_on_the_gpu_ranks_above_the_nccl_failure_it_causes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aer = (
+        "[ 812.4] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction"
+        " Layer, (Requester ID)\n"
+        "[ 812.4] nvidia 0000:3b:00.0:   device [10de:20b0] error status/mask=00004000/00000000\n"
+    )
+    found = triage_json(tmp_path, monkeypatch, ECC_THEN_NCCL[ECC_THEN_NCCL.index("[rank2]") :] + aer)
+    assert [(m["error"], m["consequence_of"]) for m in found] == [
+        ("gpu-ecc-error", None),
+        ("nccl-error", "gpu-ecc-error"),
+    ]
+    # corrected errors on a bridge are routine: no GPU fault
+    corrected = (
+        "pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0\n"
+        "pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)\n"
+        "pcieport 0000:00:03.0:   device [8086:6f08] error status/mask=00001000/00002000\n"
+    )
+    assert triage_json(tmp_path, monkeypatch, corrected) == []

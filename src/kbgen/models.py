@@ -125,6 +125,13 @@ class Signature(Strict):
             " (an impossible allocation size)"
         ),
     )
+    at_end: bool = Field(
+        default=False,
+        description=(
+            "counts only when the log's last non-blank line matches it: a progress line that is"
+            " evidence of a freeze only when nothing follows it"
+        ),
+    )
 
     @field_validator("regex")
     @classmethod

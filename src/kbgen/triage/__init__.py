@@ -14,7 +14,9 @@ A signature marked ``consequence`` (an allocation of an impossible size) makes i
 consequence of whatever else the log shows. A signature marked ``supporting`` (a bare
 ``KeyboardInterrupt``, a thread-dump header, a hint PyTorch appends to every CUDA error) never
 shows its type alone: it needs a non-supporting signature of the type, or a second supporting one
-with which it weighs at least MIN_SUPPORTING.
+with which it weighs at least MIN_SUPPORTING. A signature marked ``at_end`` (a build step of a
+C++/CUDA extension, "Using ... as PyTorch extensions root...") counts only when it matches the
+log's last non-blank line: the run printed nothing after it, as when it waits on a stale lock.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ def compile_signatures(kb: Kb) -> tuple[list[CompiledSignature], list[Skipped]]:
                     signature.weight,
                     supporting=signature.supporting,
                     consequence=signature.consequence,
+                    at_end=signature.at_end,
                 )
             )
     return compiled, skipped
@@ -167,8 +170,9 @@ def triage_text(text: str, kb: Kb, name: str = "<text>") -> TriageReport:
 def rank(scan: ScanResult, kb: Kb) -> list[Match]:
     """Matches best first: by score, with secondary errors placed below their cause."""
     by_error: dict[str, list[SignatureHits]] = defaultdict(list)
+    last = _last_line(scan.tail)
     for hits in scan.hits.values():
-        if hits.count:
+        if hits.count and (not hits.signature.at_end or hits.signature.exact.search(last)):
             by_error[hits.signature.error].append(hits)
     shown = {error: found for error, found in by_error.items() if _enough_evidence(found)}
     matches = {error: _match(error, found, kb) for error, found in shown.items()}
@@ -186,6 +190,11 @@ def rank(scan: ScanResult, kb: Kb) -> list[Match]:
         match.consequence_of = cause
         match.score = round(min(raw[error], raw[root]) * SECONDARY_SHARE, 2)
     return sorted(matches.values(), key=lambda m: (-m.score, m.first_line, m.error))
+
+
+def _last_line(tail: list[str]) -> str:
+    """The log's last non-blank line, where an ``at_end`` signature must match."""
+    return next((line for line in reversed(tail) if line.strip()), "")
 
 
 def _enough_evidence(found: list[SignatureHits]) -> bool:

@@ -54,6 +54,8 @@ class CompiledSignature:
     supporting: bool = False
     #: when it matches, the error type ranks as a consequence of the log's other errors
     consequence: bool = False
+    #: counts only when the last non-blank line of the log matches it (nothing came after it)
+    at_end: bool = False
 
 
 def _options(*, never_nl: bool, max_mem: int = PATTERN_MEM) -> Any:
