@@ -120,17 +120,11 @@ class Signature(Strict):
     )
     consequence: bool = Field(
         default=False,
-        description=(
-            "a line that shows this error as the result of another error the log shows"
-            " (an impossible allocation size)"
-        ),
+        description="this error as the result of another one the log shows (an impossible allocation size)",
     )
     at_end: bool = Field(
         default=False,
-        description=(
-            "counts only when the log's last non-blank line matches it: a progress line that is"
-            " evidence of a freeze only when nothing follows it"
-        ),
+        description="counts only on the log's last non-blank line: progress that stopped means a freeze",
     )
 
     @field_validator("regex")

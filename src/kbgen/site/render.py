@@ -116,11 +116,6 @@ def _link(context: Any, kind: str, record_id: str) -> Markup:
 
 
 @jinja2.pass_context
-def _html_link(context: Any, kind: str, record_id: str) -> Markup:
-    return html_link(context["site"], context["here"], kind, record_id)
-
-
-@jinja2.pass_context
 def _probe_link(context: Any, probe_id: str) -> Markup:
     """The probe's id as code, linked to its entry in the catalogue when it has one."""
     if probe_id not in context["site"].probes:
@@ -153,9 +148,8 @@ def _body(context: Any, text: str, top: int = 3) -> Markup:
 def make_environment(dirs: list[Path], *, lift_html: bool = False) -> jinja2.Environment:
     """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors.
 
-    ``lift_html``: the site plugin builds the pages, so a large table may be written as an HTML
-    block it lifts out of Markdown's way (:mod:`kbgen.site.rawhtml`); plain Markdown otherwise.
-    """
+    ``lift_html``: the site plugin builds the pages and lifts big HTML tables out of Markdown's way
+    (:mod:`kbgen.site.rawhtml`)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
         autoescape=True,  # with _finalize: anything not Markup becomes literal Markdown
@@ -186,7 +180,7 @@ def make_environment(dirs: list[Path], *, lift_html: bool = False) -> jinja2.Env
     env.globals.update(
         href=_href,
         link=_link,
-        html_link=_html_link,
+        html_link=html_link,
         probe_link=_probe_link,
         badge=_badge,
         icon=icon,

@@ -10,6 +10,7 @@ import re
 from enum import Enum
 from typing import Any
 
+import jinja2
 from markupsafe import Markup
 
 from kbgen.kinds import KINDS
@@ -62,12 +63,14 @@ def escape_html(value: Any) -> Markup:
     return Markup(html.escape("" if value is None else str(getattr(value, "value", value)), quote=True))
 
 
-def html_link(site: SiteData, here: str, kind: str, record_id: str) -> Markup:
+@jinja2.pass_context
+def html_link(context: Any, kind: str, record_id: str) -> Markup:
     """``<a href="page.md">title</a>`` for a record (its id as text when there is no such record).
 
     For rows of a large table written as HTML: Markdown parses it as elements, so mkdocs still
     rewrites and checks the ``.md`` link, but no inline pattern runs over each of its cells.
     """
+    site, here = context["site"], context["here"]
     entries = site.kb.entries(KINDS[kind])
     if record_id not in entries:
         return escape_html(record_id)
