@@ -24,7 +24,6 @@ from markupsafe import Markup
 
 import kbgen
 from kbgen.errors import KbgenError, relpath
-from kbgen.kinds import KINDS
 from kbgen.models import Likelihood, Status
 from kbgen.site import mdsafe
 from kbgen.site.data import (
@@ -49,6 +48,7 @@ from kbgen.site.text import (
     link_bug_ids,
     mark,
     readable_pattern,
+    record_link,
     task,
 )
 
@@ -108,11 +108,11 @@ _ORDER: dict[str, list[Any]] = {"status": list(Status), "sev": SEVERITY_ORDER}
 @jinja2.pass_context
 def _link(context: Any, kind: str, record_id: str) -> Markup:
     """``[title](page)`` for a record, or its id as text when there is no such record."""
-    entries = context["site"].kb.entries(KINDS[kind])
-    if record_id not in entries:
+    found = record_link(context, kind, record_id)
+    if found is None:
         return mdsafe.inline(record_id)
-    label = record_id if kind == "bug" else entries[record_id].record.title
-    return Markup(f"[{mdsafe.inline(label)}]({relative(page_uri(kind, record_id), context['here'])})")
+    label, target = found
+    return Markup(f"[{mdsafe.inline(label)}]({target})")
 
 
 @jinja2.pass_context

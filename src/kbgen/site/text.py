@@ -63,20 +63,26 @@ def escape_html(value: Any) -> Markup:
     return Markup(html.escape("" if value is None else str(getattr(value, "value", value)), quote=True))
 
 
+def record_link(context: Any, kind: str, record_id: str) -> tuple[str, str] | None:
+    """The label and relative page path of a record's link from the page being rendered (None
+    when there is no such record): a bug by its id, anything else by its title."""
+    entries = context["site"].kb.entries(KINDS[kind])
+    if record_id not in entries:
+        return None
+    label = record_id if kind == "bug" else entries[record_id].record.title
+    return label, relative(page_uri(kind, record_id), context["here"])
+
+
 @jinja2.pass_context
 def html_link(context: Any, kind: str, record_id: str) -> Markup:
-    """``<a href="page.md">title</a>`` for a record (its id as text when there is no such record).
-
-    For rows of a large table written as HTML: Markdown parses it as elements, so mkdocs still
-    rewrites and checks the ``.md`` link, but no inline pattern runs over each of its cells.
-    """
-    site, here = context["site"], context["here"]
-    entries = site.kb.entries(KINDS[kind])
-    if record_id not in entries:
+    """``<a href="page.md">title</a>`` for a record (its id as text when there is no such record),
+    for a table the site plugin lifts out of Markdown (:mod:`kbgen.site.rawhtml`), which makes the
+    ``.md`` path a site URL."""
+    found = record_link(context, kind, record_id)
+    if found is None:
         return escape_html(record_id)
-    label = record_id if kind == "bug" else entries[record_id].record.title
-    target = html.escape(relative(page_uri(kind, record_id), here), quote=True)
-    return Markup(f'<a href="{target}">{escape_html(label)}</a>')
+    label, target = found
+    return Markup(f'<a href="{html.escape(target, quote=True)}">{escape_html(label)}</a>')
 
 
 def link_bug_ids(text: str, bugs: Any, here: str) -> str:
