@@ -189,7 +189,7 @@ def test_a_bad_condition_is_a_validate_error_with_file_and_line(kb_project: Path
     result = invoke("validate")
     assert result.exit_code == 1
     assert (
-        "kb/errors/cuda-illegal-memory-access.md:14: diagnostics.0: Value error, 'gpu: open(\"x\")': "
+        "kb/errors/cuda-illegal-memory-access.md:14: diagnostics.0: 'gpu: open(\"x\")': "
         "Call is not allowed; use facts, literals, comparisons, and/or/not\n"
     ) in result.output
 

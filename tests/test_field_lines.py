@@ -36,11 +36,11 @@ BROKEN = {
     "outcome": ("maybe", "must be one of"),
     "status": ("great", "must be one of"),
     "severity": ("urgent", "must be one of"),
-    "id": ('"Not A Slug!"', "String should match pattern"),
-    "fix": ('"Not A Slug!"', "String should match pattern"),
-    "probe": ('"Not A Slug!"', "String should match pattern"),
-    "suspected_causes": ('"Not A Slug!"', "String should match pattern"),
-    "host": ('""', "String should have at least 1 character"),
+    "id": ('"Not A Slug!"', "must be a "),  # a bug id at the top, a lowercase id in a step
+    "fix": ('"Not A Slug!"', "must be a lowercase id of letters, digits and '-'"),
+    "probe": ('"Not A Slug!"', "must be a lowercase id of letters, digits and '-'"),
+    "suspected_causes": ('"Not A Slug!"', "must be a lowercase id of letters, digits and '-'"),
+    "host": ('""', "must not be empty"),
 }
 #: a key that is required where it is, so that leaving it out is an error of its mapping
 REQUIRED = {"id", "title", "fix", "probe", "status"}

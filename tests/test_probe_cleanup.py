@@ -233,5 +233,6 @@ def test_a_bad_memory_limit_is_one_clear_error(kb_project: Path, value: str, mes
         [*KBGEN, "probe", "--memory-limit", value, "system"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
-    assert done.stderr.endswith(f"Error: Invalid value for '--memory-limit': {message}\n")
+    # click words the frame of a usage error; kbgen's part is the option named and its reason
+    assert "--memory-limit" in done.stderr and done.stderr.endswith(f"{message}\n")
     assert done.stdout == ""

@@ -54,7 +54,7 @@ def test_json_report_is_the_versioned_model(kb_project: Path) -> None:
 def test_bad_timeout_is_a_usage_error(kb_project: Path) -> None:
     result = invoke("probe", "--timeout", "0")
     assert result.exit_code == 2
-    assert "Invalid value for '--timeout'" in result.stderr
+    assert "--timeout" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_probe_command_imports_neither_rich_nor_pydantic_nor_torch_for_help() -> None:

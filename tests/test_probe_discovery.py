@@ -62,7 +62,7 @@ BROKEN = {
     "badtimeout.py": (
         "PROBE = {\n    'id': 'badtimeout',\n    'title': 'x',\n    'timeout': -1,\n}\n\n"
         "def run():\n    pass\n",
-        "kb/probes/badtimeout.py:4: PROBE.timeout: Input should be greater than 0",
+        "kb/probes/badtimeout.py:4: PROBE.timeout: must be greater than 0",
     ),
     "typo.py": (
         "PROBE = {'id': 'typo', 'title': 'x', 'timout': 3}\n\ndef run():\n    pass\n",

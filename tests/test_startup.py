@@ -29,7 +29,7 @@ def test_help_loads_no_heavy_library(args: list[str]) -> None:
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     report = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report == {"code": 0, "loaded": []}
-    assert "Usage: kbgen" in proc.stdout or "kbgen, version" in proc.stdout
+    assert "kbgen" in proc.stdout.splitlines()[0]
 
 
 def test_python_dash_m_runs_the_same_cli() -> None:

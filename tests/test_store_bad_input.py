@@ -64,7 +64,7 @@ def test_wrong_types_name_field_and_line(kb_project: Path) -> None:
     code, out = validate_with(kb_project, text)
     assert code == 1
     assert f"{BUG_PATH}:7: severity: must be one of low, medium, high, critical" in out
-    assert f"{BUG_PATH}:10: tags: Input should be a valid list" in out
+    assert f"{BUG_PATH}:10: tags: must be a list" in out
 
 
 def test_unknown_key_suggests_the_right_one(kb_project: Path) -> None:

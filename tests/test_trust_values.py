@@ -207,7 +207,7 @@ def test_new_bug_for_year_one_gets_a_well_formed_id(kb_project: Path) -> None:
     [
         (
             ["--title", "t" * 301],
-            "Error: --title (301 characters): string should have at most 300 characters\n",
+            "Error: --title (301 characters): must be at most 300 characters long\n",
         ),
         (["--title", "x", "--repro", "../x"], "Error: --repro '../x': not an id (lowercase letters, digits"),
         (["--title", "x", "--date", "2025-02-30"], "Error: --date '2025-02-30': expected YYYY-MM-DD\n"),
@@ -307,8 +307,8 @@ def test_a_record_with_a_non_ascii_id_is_a_problem_of_its_file(kb_project: Path)
     set_line(kb_project, "tags", "[loss]\nrelated: [BUG-2025110٣-00１]")
     code, out = run("validate")
     assert code == 1
-    assert "kb/bugs/BUG-2025110٩-001.md:2: id: String should match pattern" in out
-    assert f"{BUG_PATH}:11: related.0: String should match pattern" in out
+    assert "kb/bugs/BUG-2025110٩-001.md:2: id: must be a bug id of the form BUG-YYYYMMDD-NNN" in out
+    assert f"{BUG_PATH}:11: related.0: must be a bug id of the form BUG-YYYYMMDD-NNN" in out
 
 
 def test_show_of_a_bug_naming_an_unknown_error_type(kb_project: Path) -> None:

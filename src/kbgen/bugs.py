@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
 from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
+from kbgen.fieldwords import describe_error
 from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status, StepState
 from kbgen.redact import redact_text
@@ -203,7 +204,7 @@ def _new_record(**values: Any) -> Bug:
             repr(value) if not isinstance(value, str) or len(value) <= 60 else f"({len(value)} characters)"
         )
         option = _OPTIONS.get(name, name)
-        reason = first["msg"].lower()
+        reason = describe_error(first)
         if first["type"] == "string_pattern_mismatch":
             reason = "not an id (lowercase letters, digits and dashes, like kb/probes/<id>.py)"
         raise KbgenError(f"{option} {shown}: {reason}") from None

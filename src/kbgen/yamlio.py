@@ -23,6 +23,7 @@ except ImportError:  # pragma: no cover
 from pydantic import BaseModel, ValidationError
 
 from kbgen.errors import Problem
+from kbgen.fieldwords import describe_error
 
 _HANDLER = YAMLHandler()
 
@@ -224,8 +225,26 @@ def check_structure(fm_text: str, first_line: int) -> None:
                 line = first_line + (event.start_mark.line if event.start_mark else 0)
                 message = f"*{event.anchor} repeats a list or mapping; write the values out instead"
                 raise FrontmatterError(message, line)
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        limit = _libyaml_limit(exc, first_line)
+        if limit is not None:
+            raise limit from None
         return  # the loader reports it, with its line
+
+
+def _libyaml_limit(exc: yaml.YAMLError, first_line: int) -> FrontmatterError | None:
+    """kbgen's own message for a limit that libyaml enforces itself, or None for any other error.
+
+    libyaml 0.2.6 and later refuse flow nesting past 1,000 levels while scanning, before a single
+    event reaches :func:`check_structure`; the user should read the same words whichever libyaml
+    is installed, so the refusal is reported as kbgen's depth limit.
+    """
+    problem = getattr(exc, "problem", None) or str(exc)
+    if "nesting depth" not in problem:
+        return None
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line = first_line + mark.line if mark is not None else first_line
+    return FrontmatterError(f"values are nested more than {MAX_DEPTH} levels deep", line)
 
 
 def parse_document(text: str) -> Parsed:
@@ -237,6 +256,9 @@ def parse_document(text: str) -> Parsed:
     try:
         data = loader.get_single_data()
     except yaml.MarkedYAMLError as exc:
+        limit = _libyaml_limit(exc, first_line)
+        if limit is not None:
+            raise limit from None
         mark = exc.problem_mark or exc.context_mark
         line = first_line + mark.line if mark is not None else None
         problem = exc.problem or str(exc)
@@ -297,14 +319,17 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
 
 
 def validation_problems(
-    exc: ValidationError, parsed: Parsed, path: str, model: type[BaseModel]
+    exc: ValidationError,
+    parsed: Parsed,
+    path: str,
+    model: type[BaseModel],
 ) -> list[Problem]:
     """One ``path:line: field: message`` problem per pydantic error, with a did-you-mean."""
     problems = []
     for err in exc.errors():
         loc = tuple(err["loc"])
         where = ".".join(str(p) for p in loc) or None
-        message = err["msg"]
+        message = describe_error(err)
         if err["type"] == "extra_forbidden":
             choices = _fields_at(model, loc[:-1])
             close = difflib.get_close_matches(str(loc[-1]), choices, n=1)
@@ -312,7 +337,5 @@ def validation_problems(
         elif err["type"] == "enum":
             expected = err.get("ctx", {}).get("expected", "")
             message = f"must be one of {expected.replace(' or ', ', ')}".replace("'", "")
-        elif err["type"] == "missing":
-            message = "required key is missing"
         problems.append(Problem(path, parsed.line_of(loc) or parsed.fm_first_line, where, message))
     return problems

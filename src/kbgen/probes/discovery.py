@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from kbgen import layers
 from kbgen.errors import EntryError, Problem, UnknownIdError, relpath
+from kbgen.fieldwords import describe_error
 from kbgen.models import ProbeMeta
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _meta_problems(exc: ValidationError, node: ast.Assign, rel: str) -> list[Pro
     for err in exc.errors():
         loc = tuple(err["loc"])
         key = str(loc[0]) if loc else None
-        message = err["msg"]
+        message = describe_error(err)
         if err["type"] == "extra_forbidden":
             message = f"unknown key; known keys are {', '.join(ProbeMeta.model_fields)}"
         elif err["type"] == "missing":
