@@ -125,12 +125,18 @@ def run(*args: str, input: str | None = None, **env: str) -> tuple[int, str]:
 #: the command line that starts this checkout's kbgen, for a test that needs Popen or a terminal
 KBGEN = [sys.executable, "-m", "kbgen"]
 
+#: seconds a process test waits for an event (a file renamed into place, a line on a pipe, an
+#: exit) before it fails. Tests wait on the event itself, so a passing test never waits this long;
+#: the bound is only how long a broken run takes to fail, and it is set for a shared runner at a
+#: load of 8 on 2 cores, where starting Python and importing torch take many times longer.
+PATIENCE = 300.0
+
 
 def kbgen(
     *args: str,
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float = PATIENCE,
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``kbgen ARGS`` in a process of its own, as a user runs it: stdin is not a terminal (or is

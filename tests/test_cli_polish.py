@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import run
+from conftest import PATIENCE, run
 
 BUG = "BUG-20251109-002"
 
@@ -65,7 +65,7 @@ def test_open_without_a_terminal_starts_no_editor(kb_project: Path, tmp_path: Pa
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
     )
     assert done.returncode == 0, done.stderr
     assert "not opening an editor: no terminal" in done.stderr
@@ -85,7 +85,7 @@ def complete(kb_project: Path, words: str) -> list[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
     )
     return [line.split(",", 1)[1] for line in done.stdout.splitlines() if "," in line]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import base_kb_files, write_tree
+from conftest import PATIENCE, base_kb_files, write_tree
 from fleet_fixtures import SRC, kbgen
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kbgen[ray]')")
@@ -55,7 +55,7 @@ def test_ray_probes_each_alive_node_once(tmp_path: Path, cluster: str) -> None:
     for path in files:
         node = json.loads(path.read_text())
         assert node["engine"] == "ray" and node["report"]["results"][0]["id"] == "system"
-    shown = kbgen(tmp_path, "fleet", "show", "--json", timeout=60)
+    shown = kbgen(tmp_path, "fleet", "show", "--json", timeout=PATIENCE)
     assert [n["drift"] for n in json.loads(shown.stdout)["nodes"]] == [[], [], []]
 
 

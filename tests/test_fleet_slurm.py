@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import base_kb_files, write_tree
+from conftest import PATIENCE, base_kb_files, write_tree
 from fleet_fixtures import bare_python, kbgen, node_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,14 +30,14 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     folder = tmp_path_factory.mktemp("slurm")
     script = str(ROOT / "scripts" / "slurm-localhost.sh")
     started = subprocess.run(
-        ["sh", script, str(folder)], capture_output=True, text=True, timeout=60, check=False
+        ["sh", script, str(folder)], capture_output=True, text=True, timeout=PATIENCE, check=False
     )
     try:
         if started.returncode != 0:
             pytest.skip(f"a local Slurm cluster could not start: {started.stderr.strip()[-300:]}")
         yield {**os.environ, "SLURM_CONF": str(folder / "slurm.conf"), "PYTHONPATH": str(ROOT / "src")}
     finally:
-        subprocess.run(["sh", script, "stop", str(folder)], timeout=30, check=False)
+        subprocess.run(["sh", script, "stop", str(folder)], timeout=PATIENCE, check=False)
 
 
 def fleet_probe(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import base_kb_files, write_tree
+from conftest import PATIENCE, base_kb_files, write_tree
 from fleet_fixtures import SRC, bare_python, kbgen, node_file
 
 SSHD = shutil.which("sshd") or ("/usr/sbin/sshd" if Path("/usr/sbin/sshd").exists() else None)
@@ -50,7 +50,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str | i
     )
     Path("/run/sshd").mkdir(exist_ok=True)
     server = subprocess.Popen([str(SSHD), "-D", "-e", "-f", str(config)], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + PATIENCE
     while time.monotonic() < deadline:
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
@@ -67,7 +67,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str | i
         yield {"port": port, "identity": str(home / "client"), "known_hosts": str(home / "known_hosts")}
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=PATIENCE)
         if server.stderr is not None:
             server.stderr.close()
 

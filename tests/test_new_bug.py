@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBGEN, kbgen, run
+from conftest import KBGEN, PATIENCE, kbgen, run
 from kbgen.kinds import BUG
 from kbgen.store import find_project, load_kb
 
@@ -74,7 +74,7 @@ def test_twenty_processes_get_twenty_distinct_ids(kb_project: Path) -> None:
         )
         for i in range(20)
     ]
-    outputs = [p.communicate(timeout=120) for p in procs]
+    outputs = [p.communicate(timeout=PATIENCE) for p in procs]
     assert [p.returncode for p in procs] == [0] * 20, outputs
     ids = sorted(out.split()[0] for out, _ in outputs)
     assert ids == [f"BUG-20251201-{n:03d}" for n in range(1, 21)]
@@ -85,7 +85,7 @@ def test_twenty_processes_get_twenty_distinct_ids(kb_project: Path) -> None:
 
 
 def test_no_title_without_a_terminal_is_an_error_not_a_hang(kb_project: Path) -> None:
-    proc = kbgen("new-bug", "--error", "cuda-illegal-memory-access", timeout=60)
+    proc = kbgen("new-bug", "--error", "cuda-illegal-memory-access", timeout=PATIENCE)
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: --title is required when stdin is not a terminal\n")
     assert not list((kb_project / "kb/bugs").glob("BUG-2025112*"))
@@ -156,7 +156,7 @@ def test_read_only_kb_is_a_clear_error(kb_project: Path) -> None:
             [*KBGEN, "new-bug", "--title", "x"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=PATIENCE,
             stdin=subprocess.DEVNULL,
             preexec_fn=_without_dac_override if os.geteuid() == 0 else None,
         )

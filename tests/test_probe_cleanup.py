@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBGEN
+from conftest import KBGEN, PATIENCE
 from probes_fixtures import PASS, SIGILL, probe_file
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
@@ -58,7 +58,7 @@ def hiding_probe(project: Path, probe_id: str = "hides", timeout: float = 120) -
     return pid_file
 
 
-def wait_for(path: Path, kbgen: subprocess.Popen | None = None, limit: float = 60) -> list[int]:
+def wait_for(path: Path, kbgen: subprocess.Popen | None = None, limit: float = PATIENCE) -> list[int]:
     """The pids the hiding probe wrote; fails with kbgen's own words if it finished first."""
     deadline = time.monotonic() + limit
     while not path.exists():
@@ -96,7 +96,7 @@ def hiding_kbgen(
             process.kill()
         # a leftover child that still holds the pipes means the test has failed already
         with contextlib.suppress(subprocess.TimeoutExpired):
-            process.communicate(timeout=30)
+            process.communicate(timeout=PATIENCE)
 
 
 def alive(pid: int) -> bool:
@@ -139,11 +139,11 @@ def test_a_stopped_kbgen_stops_every_worker_and_removes_its_folders(
     workers = workers_of(tmpdir_env["TMPDIR"])
     assert workers  # the hanging probe's worker (and the torch worker, started early)
     kbgen.send_signal(signum)
-    out, err = kbgen.communicate(timeout=60)
+    out, err = kbgen.communicate(timeout=PATIENCE)
     assert kbgen.returncode == 128 + signum, err
     assert err == f"Interrupted by {signum.name}: stopped every probe.\n"
     assert out == ""
-    assert gone_within(workers + probe_pids, 5) == []
+    assert gone_within(workers + probe_pids, PATIENCE) == []
     assert workers_of(tmpdir_env["TMPDIR"]) == []
     assert list(Path(tmpdir_env["TMPDIR"]).iterdir()) == []  # no kbgen-probe-* left
 
@@ -154,11 +154,11 @@ def test_workers_exit_when_kbgen_is_killed(
     kbgen, probe_pids = hiding_kbgen()
     workers = workers_of(tmpdir_env["TMPDIR"])
     kbgen.kill()
-    kbgen.wait(timeout=30)
+    kbgen.wait(timeout=PATIENCE)
     # a worker importing torch handles the death signal between two imports: allow for a busy machine
-    assert gone_within(workers + probe_pids, 10) == []
+    assert gone_within(workers + probe_pids, PATIENCE) == []
     assert workers_of(tmpdir_env["TMPDIR"]) == []
-    deadline = time.monotonic() + 5  # the last worker removes its scratch folder on its way out
+    deadline = time.monotonic() + PATIENCE  # the last worker removes its scratch folder on its way out
     while list(Path(tmpdir_env["TMPDIR"]).iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(Path(tmpdir_env["TMPDIR"]).iterdir()) == []
@@ -166,7 +166,12 @@ def test_workers_exit_when_kbgen_is_killed(
 
 def report_of(project: Path, env: dict[str, str], *args: str) -> dict:
     done = subprocess.run(
-        [*KBGEN, "probe", "--json", *args], env=env, capture_output=True, text=True, timeout=300, check=False
+        [*KBGEN, "probe", "--json", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return {r["id"]: r for r in json.loads(done.stdout)["results"]}
@@ -175,13 +180,13 @@ def report_of(project: Path, env: dict[str, str], *args: str) -> dict:
 def test_a_timed_out_probe_takes_children_that_left_its_group_with_it(
     kb_project: Path, tmpdir_env: dict[str, str]
 ) -> None:
-    pid_file = hiding_probe(kb_project, timeout=10)  # room for a busy machine to start it
+    pid_file = hiding_probe(kb_project, timeout=20)  # room for a machine at a load of 8 to start it
     (kb_project / "kb" / "probes" / "after.py").write_text(probe_file("after", PASS))
     results = report_of(kb_project, tmpdir_env, "hides", "after")
     assert results["hides"]["status"] == "timeout"
     assert results["after"]["status"] == "pass"
     _, hidden, orphan = wait_for(pid_file)
-    assert gone_within([hidden, orphan], 5) == []
+    assert gone_within([hidden, orphan], PATIENCE) == []
     assert list(Path(tmpdir_env["TMPDIR"]).iterdir()) == []
 
 
@@ -230,7 +235,7 @@ def test_a_probe_past_its_memory_cap_is_reported_as_out_of_memory(
 )
 def test_a_bad_memory_limit_is_one_clear_error(kb_project: Path, value: str, message: str) -> None:
     done = subprocess.run(
-        [*KBGEN, "probe", "--memory-limit", value, "system"], capture_output=True, text=True, timeout=60
+        [*KBGEN, "probe", "--memory-limit", value, "system"], capture_output=True, text=True, timeout=PATIENCE
     )
     assert done.returncode == 2
     # click words the frame of a usage error; kbgen's part is the option named and its reason

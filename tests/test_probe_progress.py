@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import KBGEN
+from conftest import KBGEN, PATIENCE
 from probes_fixtures import PASS, probe_file
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][AB0-2]|\r")
@@ -38,7 +38,7 @@ class Terminal:
             os.execve(sys.executable, [*KBGEN, *args], env)
         self.seen = b""
 
-    def read_until(self, pattern: str, limit: float = 60) -> str:
+    def read_until(self, pattern: str, limit: float = PATIENCE) -> str:
         """Read until the screen text (escape codes removed) matches ``pattern``."""
         deadline = time.monotonic() + limit
         while not re.search(pattern, self.text()):

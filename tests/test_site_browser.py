@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from conftest import PATIENCE
 from site_kb import make_site_project, mkdocs_build
 from test_site_sanitize import KNOWN_HOLES, build_hostile_site
 
@@ -80,7 +81,7 @@ class Browser:
             self.close()
             raise
 
-    def call(self, method: str, session: bool = False, timeout: float = 30, **params: Any) -> Any:
+    def call(self, method: str, session: bool = False, timeout: float = PATIENCE, **params: Any) -> Any:
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
         if session:
@@ -116,7 +117,7 @@ class Browser:
         self.call("Page.navigate", session=True, url=url)
         self.wait_for("document.readyState === 'complete' && location.href === " + json.dumps(url))
 
-    def wait_for(self, expression: str, limit: float = 20) -> Any:
+    def wait_for(self, expression: str, limit: float = PATIENCE) -> Any:
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             value = self.evaluate(expression)
@@ -230,7 +231,7 @@ def test_search_finds_a_bug_by_its_error_message(site_url: str, browser: Browser
     browser.evaluate("document.querySelector('[data-md-component=search-query]').focus()")
     browser.call("Input.insertText", session=True, text="AcceleratorError")
     found = browser.wait_for(
-        "[...document.querySelectorAll('.md-search-result__item a')].map(a => a.href).join(' ')", limit=30
+        "[...document.querySelectorAll('.md-search-result__item a')].map(a => a.href).join(' ')"
     )
     assert site_url + "bugs/BUG-20251109-002/" in found
     browser.screenshot(ARTIFACTS / "search.png")

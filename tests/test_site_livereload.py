@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBGEN, write_tree
+from conftest import KBGEN, PATIENCE, write_tree
 from site_kb import TODAY, make_site_project
 
 pytestmark = pytest.mark.slow
@@ -31,13 +31,13 @@ def free_port() -> int:
 
 def fetch(url: str) -> str:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(url, timeout=30) as response:
             return str(response.read().decode("utf-8"))
     except (urllib.error.URLError, OSError):
         return ""
 
 
-def wait_until(check: Callable[[], bool], what: str, limit: float = 90) -> None:
+def wait_until(check: Callable[[], bool], what: str, limit: float = PATIENCE) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if check():
@@ -69,7 +69,7 @@ class Server:
         # same way, which also works where SIGINT is ignored (a job started in the background).
         self.proc.send_signal(signal.SIGTERM if "kbgen" in self.proc.args else signal.SIGINT)
         try:
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=PATIENCE)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

@@ -390,9 +390,7 @@ def test_validate_names_signatures_re2_cannot_run_with_file_and_line(project: Pa
         "kb/errors/backref.md:8: signatures.2: matches an empty line, "
         "so it would match every line of every log\n"
     ) in result.output
-    assert (
-        "kb/errors/broken.md:6: signatures.0.regex: invalid regular expression: "
-    ) in result.output
+    assert ("kb/errors/broken.md:6: signatures.0.regex: invalid regular expression: ") in result.output
 
 
 ANCHORED = _error_type("anchored", r"^RuntimeError: CUDA error: device-side assert triggered$")

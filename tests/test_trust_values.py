@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import kbgen, run
+from conftest import PATIENCE, kbgen, run
 
 BUG_ID = "BUG-20251109-002"
 BUG_PATH = "kb/bugs/BUG-20251109-002.md"
@@ -136,7 +136,7 @@ def test_an_alias_bomb_is_refused_before_it_expands(kb_project: Path) -> None:
     bomb = ["lol0: &a0 [x, x, x, x, x, x, x, x, x]"]
     bomb += [f"lol{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
     set_line(kb_project, "tags", "[loss]\n" + "\n".join(bomb))
-    result = kbgen("validate", timeout=30, cwd=kb_project, env=NOW)
+    result = kbgen("validate", cwd=kb_project, env=NOW)
     assert result.returncode == 1
     assert f"{BUG_PATH}:12: *a0 repeats a list or mapping; write the values out instead" in result.stdout
 
@@ -158,7 +158,7 @@ def test_a_fifo_or_device_among_the_records_never_hangs(kb_project: Path) -> Non
     (bugs / "BUG-20251109-006.md").symlink_to("/dev/zero")
     os.mkfifo(kb_project / "kb/probes/stuck.py")
     for command in (["validate"], ["list"], ["new-bug", "--title", "x"], ["status", BUG_ID, "fixed"]):
-        result = kbgen(*command, timeout=60, cwd=kb_project, env=NOW)
+        result = kbgen(*command, cwd=kb_project, env=NOW)
         assert result.returncode == 1, (command, result.stderr)
         text = result.stdout + result.stderr
         assert "kb/bugs/BUG-20251109-005.md: a named pipe (FIFO), not a regular file" in text
@@ -174,7 +174,7 @@ def test_importing_a_device_or_fifo_fails_cleanly(kb_project: Path, source: str)
         source = str(kb_project / "report.md")
         os.mkfifo(source)
     before = kb_files(kb_project)
-    result = kbgen("import", source, timeout=60, cwd=kb_project, env=NOW)
+    result = kbgen("import", source, cwd=kb_project, env=NOW)
     assert result.returncode == 1
     assert "not a regular file; nothing was written" in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -243,7 +243,7 @@ def test_running_from_a_deleted_folder(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE,
         check=False,
     )
     assert result.returncode == 1

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBGEN, run
+from conftest import KBGEN, PATIENCE, run
 from kbgen import fileio
 from kbgen.bugedit import set_status
 from kbgen.models import Status
@@ -37,7 +37,7 @@ def test_concurrent_status_notes_are_all_kept(kb_project: Path) -> None:
     """Many `kbgen status --note` processes on one bug at once: each success is in the file."""
     notes = [f"note number {n} from a parallel writer" for n in range(12)]
     procs = [kbgen(kb_project, "status", BUG_ID, "investigating", "--note", note) for note in notes]
-    results = [(proc, *proc.communicate(timeout=120)) for proc in procs]
+    results = [(proc, *proc.communicate(timeout=PATIENCE)) for proc in procs]
     text = (kb_project / BUG_PATH).read_text()
     succeeded = [note for note, (proc, _, _) in zip(notes, results, strict=True) if proc.returncode == 0]
     for _proc, _, err in results:

@@ -20,6 +20,7 @@ SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
 PRE_COMMIT = ".pre-commit-config.yaml"
 HOOK_ID = "kbgen-validate"
 ISSUE_FORM = ".github/ISSUE_TEMPLATE/gpu-failure.yml"
+REQUIREMENTS = "kb/requirements.txt"
 
 #: the issue form's fields: (id, label, Bug field it fills or None, kind, description)
 FORM_FIELDS: list[tuple[str, str, str | None, str, str]] = [
@@ -83,6 +84,13 @@ def issue_form() -> dict[str, Any]:
     }
 
 
+def requirements() -> str:
+    """The one install line the KB workflow reads, pinned to the kbgen that ran init."""
+    from kbgen import __version__
+
+    return (SCAFFOLD / "requirements.txt").read_text(encoding="utf-8").replace("{version}", __version__)
+
+
 def _dump(data: Any) -> str:
     import yaml
 
@@ -102,6 +110,7 @@ def plan() -> dict[str, str]:
         # a write that was killed between its temporary file and the rename can leave one behind
         "kb/.gitignore": ".*.tmp\n",
         "kb/probes/README.md": read("probes-README.md"),
+        REQUIREMENTS: requirements(),
         "mkdocs.yml": read("mkdocs.yml"),
         "docs/getting-started.md": read("getting-started.md"),
         ".github/workflows/kb.yml": read("kb.yml"),
