@@ -17,3 +17,6 @@ while [ "$i" -lt "$HOGS" ]; do
 done
 echo "under-load: $HOGS busy loops running (pids$pids)"
 "$@"
+status=$?
+echo "under-load: load average at the end (1, 5, 15 min): $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+exit $status
