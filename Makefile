@@ -29,7 +29,7 @@ INSTALL_DEV  = $(PIP) --require-hashes -r requirements/test.lock
 INSTALL_SELF = $(PIP) --no-deps --no-build-isolation -e .
 else
 INSTALL_BASE = $(PIP) --upgrade --upgrade-strategy eager -e .
-INSTALL_DEV  = $(PIP) --upgrade --upgrade-strategy eager -e '.[test,ray]' '$(TORCH)'
+INSTALL_DEV  = $(PIP) --upgrade --upgrade-strategy eager -e '.[test,ray]' '$(TORCH)' -r requirements/build.in
 INSTALL_SELF = true
 endif
 
