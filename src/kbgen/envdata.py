@@ -145,16 +145,18 @@ def arch_lists(torch_version: str | None) -> list[str]:
     return [b.archs for b in load().builds if b.torch_from <= version < b.torch_to]
 
 
-def builds_with(capability: str) -> str | None:
-    """The oldest CUDA variant of the newest torch whose official builds run ``capability``."""
+def builds_with(capability: str) -> tuple[str, str] | None:
+    """``(torch, cuda)``: the newest official torch that runs ``capability``, in its oldest CUDA variant."""
     cap = major_minor(capability)
     if cap is None:
         return None
     fits = [b for b in load().builds if arch_runs(cap, b.archs.split())[0] != "fail"]
     if not fits:
         return None
-    newest = max(fits, key=lambda b: b.torch_to)
-    return min(newest.cuda, key=lambda c: major_minor(c) or (0, 0))
+    last = max(b.torch_to for b in fits)
+    newest = [b for b in fits if b.torch_to == last]
+    cuda = min((c for b in newest for c in b.cuda), key=lambda c: major_minor(c) or (0, 0))
+    return f"{last[0]}.{last[1] - 1}", cuda
 
 
 def arch_runs(cap: tuple[int, int], archs: list[str]) -> tuple[str, str]:

@@ -122,11 +122,11 @@ def _cpu_build(f: dict[str, Scalar]) -> Verdict:
         if _text(f.get("toolkit.nvcc")):
             return Verdict(
                 check,
-                "fail",
+                "warn",
                 CPU_BUILD,
                 (
                     f"torch is a CPU-only build on a machine with the CUDA {f['toolkit.nvcc']} toolkit: "
-                    "install a CUDA build of torch"
+                    "if this machine has an NVIDIA GPU, install a CUDA build of torch"
                 ),
             )
         return Verdict(check, "pass", CPU_BUILD, "a CPU-only build, and no NVIDIA GPU is reported")
@@ -147,8 +147,7 @@ def _arch(f: dict[str, Scalar]) -> Verdict:
     cap = major_minor(_text(f.get("gpu.capability")))
     name = _text(f.get("gpu.name")) or "the GPU"
     if f.get("torch-build.incompatible_gpu") is True and cap is not None:
-        fix = envdata.builds_with(f"{cap[0]}.{cap[1]}")
-        how = f"install a build for CUDA {fix} or newer" if fix else "build torch from source with this arch"
+        how = _how_to_get(cap)
         archs_now = _text(f.get("torch-build.arch_list")) or "other GPUs"
         return Verdict(
             check,
@@ -188,8 +187,7 @@ def _arch(f: dict[str, Scalar]) -> Verdict:
     sm = f"sm_{cap[0]}{cap[1]}"
     build = _build_label(f)
     if status == "fail":
-        fix = envdata.builds_with(f"{cap[0]}.{cap[1]}")
-        how = f"install a build for CUDA {fix} or newer" if fix else "build torch from source with this arch"
+        how = _how_to_get(cap)
         return Verdict(
             check,
             "fail",
@@ -383,6 +381,17 @@ def _cpu(f: dict[str, Scalar]) -> Verdict:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _how_to_get(cap: tuple[int, int]) -> str:
+    fix = envdata.builds_with(f"{cap[0]}.{cap[1]}")
+    if fix is None:
+        return f"build torch from source with TORCH_CUDA_ARCH_LIST={cap[0]}.{cap[1]}"
+    tag = "cu" + fix[1].replace(".", "")
+    return (
+        f"install a build whose arch list has sm_{cap[0]}{cap[1]}, such as torch {fix[0]} for CUDA {fix[1]} "
+        f"(pip install torch --index-url https://download.pytorch.org/whl/{tag})"
+    )
 
 
 def _text(value: Scalar) -> str | None:
