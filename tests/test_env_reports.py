@@ -261,3 +261,33 @@ def test_new_bug_from_log_fills_the_pasted_environment(kb_project: Path) -> None
     assert code == 0, out
     bug = newest_bug(kb_project)
     assert "pasted: pasted in crash.log" in bug and "gpu.driver: 570.124.06" in bug
+
+
+def test_refresh_script_parses_its_sources_and_checks_the_files() -> None:
+    import runpy
+    import subprocess
+    import sys
+
+    script = REPO / "scripts" / "refresh_env_data.py"
+    done = subprocess.run([sys.executable, str(script), "check"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "sound" in done.stdout
+    refresh = runpy.run_path(str(script))
+    table = "<table><tr><td>CUDA 12.8 GA</td><td>&gt;=570.26</td><td>&gt;=570.65</td></tr></table>"
+    assert refresh["drivers"](table) == [{"cuda": "12.8", "linux": "570.26", "windows": "570.65"}]
+    assert refresh["gpus"]("<tr><td>GeForce RTX 4090, GeForce RTX 4080</td><td>8.9</td></tr>") == {
+        "rtx 4090": "8.9",
+        "rtx 4080": "8.9",
+    }
+    script_text = '    12.8) TORCH_CUDA_ARCH_LIST="7.0;7.5;8.0;12.0+PTX" ;;\n'
+    assert refresh["torch_archs"](script_text) == {"12.8": "sm_70 sm_75 sm_80 sm_120"}
+
+
+def test_markdown_report_with_a_pasted_collect_env_imports_its_environment(kb_project: Path) -> None:
+    report = kb_project / "old-report.md"
+    report.write_text(
+        "# 5090 fails\n\n## Error Messages\n\nno kernel image is available\n\n```\n" + COLLECT_ENV + "```\n"
+    )
+    code, out = run("import", str(report))
+    assert code == 0, out
+    bug = newest_bug(kb_project)
+    assert "pasted: pasted in old-report.md" in bug and "torch-build.cuda: '12.4'" in bug
