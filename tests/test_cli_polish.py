@@ -125,6 +125,7 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
             "init",
             "kb",
             "run",
+            "env",
         ]
     )
     for name in commands:

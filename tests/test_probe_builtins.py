@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import invoke
+from kbgen.judge import Verdict, judge
 from kbgen.probes.discovery import BUILTIN_DIR
 from probes_fixtures import DEFAULT_PROBES
 
@@ -37,29 +38,25 @@ def test_wsl_is_told_from_the_kernel_string(kernel: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("capability", "archs", "status", "words"),
     [
-        (
-            (8, 6),
-            ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
-            "pass",
-            "sm_86 is in the arch list",
-        ),
-        ((8, 6), ["sm_75", "sm_80"], "pass", "runs the sm_80 kernels"),
-        ((8, 9), ["sm_80", "sm_86"], "pass", "runs the sm_86 kernels"),
-        ((12, 0), ["sm_80", "sm_90", "compute_90"], "warn", "JIT-compiled from compute_90 PTX"),
-        ((12, 0), ["sm_50", "sm_80", "sm_90"], "fail", "no kernel image is available"),
-        ((7, 5), ["sm_80", "sm_90"], "fail", "sm_75 is not in this torch's arch list"),
+        ("8.6", "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90", "pass", "sm_86 is in the arch list"),
+        ("8.6", "sm_75 sm_80", "pass", "runs the sm_80 kernels"),
+        ("8.9", "sm_80 sm_86", "pass", "runs the sm_86 kernels"),
+        ("12.0", "sm_80 sm_90 compute_90", "warn", "JIT-compiled from compute_90 PTX"),
+        ("12.0", "sm_50 sm_80 sm_90", "fail", "no kernel image is available"),
+        ("7.5", "sm_80 sm_90", "fail", "install a build whose arch list has sm_75"),
     ],
 )
 def test_gpu_capability_against_arch_list(capability, archs, status, words) -> None:
-    got_status, message = builtin("compat")["arch_verdict"](capability, archs)
-    assert got_status == status
-    assert words in message
+    facts = {"gpu.capability": capability, "torch-build.arch_list": archs, "torch-build.cuda": "12.8"}
+    verdict = next(v for v in judge(facts) if v.check == "gpu-arch")
+    assert verdict.status == status
+    assert words in verdict.message
 
 
 @pytest.mark.parametrize(
     ("runtime", "driver", "status", "words"),
     [
-        ("12.8", "13.0", "pass", "driver supports CUDA 13.0 >= torch's runtime 12.8"),  # the seed's setup
+        ("12.8", "13.0", "pass", "the driver supports CUDA 13.0 >= torch's CUDA 12.8"),  # the seed's setup
         ("12.8", "12.8", "pass", "driver supports"),
         ("12.8", "12.2", "warn", "minor-version compatibility"),
         ("13.0", "12.8", "fail", "needs a newer driver"),
@@ -67,17 +64,25 @@ def test_gpu_capability_against_arch_list(capability, archs, status, words) -> N
     ],
 )
 def test_torch_runtime_against_driver(runtime: str, driver: str, status: str, words: str) -> None:
-    got_status, message = builtin("compat")["runtime_verdict"](runtime, driver)
-    assert got_status == status
-    assert words in message
+    verdict = next(
+        v
+        for v in judge({"torch-build.cuda": runtime, "gpu.driver_cuda": driver})
+        if v.check == "driver-runtime"
+    )
+    assert verdict.status == status
+    assert words in verdict.message
 
 
 def test_toolkit_against_runtime_names_each_side() -> None:
-    verdict = builtin("compat")["toolkit_verdict"]
-    status, message = verdict("13.0", "12.8")
-    assert status == "warn"
-    assert message.startswith("nvcc toolkit 13.0 and torch's CUDA runtime 12.8 differ in major version")
-    assert verdict("12.4", "12.8")[0] == "pass"
+    def toolkit(nvcc: str, runtime: str) -> Verdict:
+        facts = {"toolkit.nvcc": nvcc, "torch-build.cuda": runtime}
+        return next(v for v in judge(facts) if v.check == "toolkit-runtime")
+
+    assert toolkit("13.0", "12.8").status == "warn"
+    assert toolkit("13.0", "12.8").message.startswith(
+        "nvcc 13.0 and torch's CUDA 12.8 differ in major version"
+    )
+    assert toolkit("12.4", "12.8").status == "pass"
 
 
 def test_real_default_probes_on_this_machine(kb_project: Path) -> None:

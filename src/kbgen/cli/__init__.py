@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "init": "adopt:init",
     "kb": "adopt:kb",
     "run": "adopt:run",
+    "env": "env:env",
 }
 
 

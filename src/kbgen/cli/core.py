@@ -187,6 +187,8 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
         date=parse_date(opts["day"]) if opts["day"] else None,
     )
     bug_id, path = create_bug(kb, new, template=_bug_template(kb.project))
+    if opts["from_log"] and opts["from_log"] != "-":
+        _add_pasted_environment(opts["from_log"], path, kb)
     if opts["as_json"]:
         click.echo(json.dumps({"id": bug_id, "path": kb.project.rel(path)}))
     else:
@@ -210,6 +212,17 @@ def _fill_from_log(opts: dict[str, Any], kb: Any) -> None:
     opts["title"] = opts["title"] or draft.title
     opts["error_id"] = opts["error_id"] or draft.error
     opts["message"] = opts["message"] or draft.message
+
+
+def _add_pasted_environment(log: str, path: Path, kb: Any) -> None:
+    """The environment the log shows (collect_env, nvidia-smi, ...), as the bug's pasted environment."""
+    from kbgen.envreport.pasted import add_pasted, pasted_environment
+    from kbgen.envreport.rank import source_text
+
+    text, name = source_text(log)
+    env = pasted_environment(text, f"pasted in {Path(name).name}")
+    if env is not None:
+        add_pasted(path, kb.project, env)
 
 
 def _ask_for_missing(opts: dict[str, Any], kb: Any) -> None:

@@ -37,22 +37,25 @@ def triage(ctx: click.Context, log: str, as_json: bool, top: int) -> None:
       python train.py 2>&1 | kbgen triage -
       kbgen triage --json train.log
     """
+    from kbgen.envreport.rank import triage_with_environment
     from kbgen.store import load_kb
-    from kbgen.triage import triage_log
 
     kb = load_kb(project_of(ctx))
     if kb.problems:
         files = len({p.path for p in kb.problems})
         click.echo(f"warning: {files} KB file(s) could not be loaded; `kbgen validate` lists why", err=True)
-    report = triage_log(log, kb)
+    done = triage_with_environment(log, kb)
+    report = done.report
     for skipped in report.skipped:
         click.echo(f"warning: {skipped.where}: signature skipped: {skipped.reasons[0]}", err=True)
     if as_json:
         data = report.model_dump(mode="json", include={"source", "lines", "matches", "skipped"})
         data["matches"] = data["matches"][:top]
+        _add_environment(data, done, kb)
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     _print_report(report, kb, top, log)
+    _print_environment(done, kb)
 
 
 def _print_report(report: TriageReport, kb: Kb, top: int, log: str) -> None:
@@ -103,6 +106,40 @@ def _print_next_steps(error_id: str, kb: Kb) -> None:
         click.echo("   Probes to run next:")
     for step in steps:
         click.echo(f"     - {step.probe}: {step.title}")
+
+
+def _add_environment(data: dict[str, Any], done: Any, kb: Kb) -> None:
+    """The environment the log shows, and each match's causes ranked with its verdicts."""
+    from kbgen.envreport.rank import rank_causes
+
+    verdicts = done.environment.verdicts
+    if done.environment.found:
+        full = done.environment.as_dict()
+        data["environment"] = {
+            "facts": full["facts"],
+            "derived": full["derived"],
+            "verdicts": full["verdicts"],
+        }
+    for match in data["matches"]:
+        match["causes"] = rank_causes(match["error"], kb, verdicts)
+
+
+def _print_environment(done: Any, kb: Kb) -> None:
+    from kbgen.envreport.rank import rank_causes
+
+    env = done.environment
+    if not env.found:
+        return
+    click.echo(
+        "\nEnvironment in the log: " + ", ".join(f"{k} {v}" for k, v in sorted(env.facts.items())[:12])
+    )
+    for verdict in env.verdicts:
+        if verdict.status in ("fail", "warn"):
+            click.echo(f"   {verdict.status.upper()} {verdict.check}: {verdict.message}")
+    if done.report.matches:
+        ranked = rank_causes(done.report.matches[0].error, kb, env.verdicts)
+        names = [r["cause"] + (f" ({r['verdict']})" if r["verdict"] else "") for r in ranked[:4]]
+        click.echo("   Causes ranked with the environment: " + ", ".join(names))
 
 
 def _clip(text: str, width: int = 160) -> str:

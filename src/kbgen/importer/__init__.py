@@ -124,12 +124,20 @@ def draft_report(path: Path, kb: Kb) -> Draft:
                 values["progress"] = steps
     if env := environment_of(sections):
         values["environments"] = [Environment(facts=env)]
+    elif pasted := _pasted(body, path):  # a pasted collect_env, nvidia-smi, ...: the probes' fact names
+        values["environments"] = [pasted]
     note = f"imported from {path.name}" + (f" ({'; '.join(notes)})" if notes else "")
     values["history"] = [Event(at=now, kind=EventKind.imported, by=clock.user(), note=note)]
     text = _body(preamble, sections, {k: v for k, v in meta.items() if k not in USED_KEYS}, meta, title)
     draft = Draft(path, bug_id, values, text, notes, created.date())
     _check(draft, path)
     return draft
+
+
+def _pasted(body: str, path: Path) -> Environment | None:
+    from kbgen.envreport.pasted import pasted_environment
+
+    return pasted_environment(body, f"pasted in {path.name}")
 
 
 def _check(draft: Draft, path: Path) -> None:

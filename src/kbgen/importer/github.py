@@ -91,7 +91,17 @@ def import_issue(issue: dict[str, Any], kb: Kb, template: Any, *, dry_run: bool)
     values = form_values(str(issue.get("body") or ""))
     bug_id, path = _create(issue, values, kb, template, tag)
     filled = _fill(kb, path, values.get("environment"))
+    if not filled:  # not a probe report: read a pasted collect_env, nvidia-smi, ... instead
+        filled = _fill_pasted(kb, path, values, number)
     return Imported(number, "written", bug_id, path, filled)
+
+
+def _fill_pasted(kb: Kb, path: Path, values: dict[str, str], number: int) -> bool:
+    from kbgen.envreport.pasted import add_pasted, pasted_environment
+
+    text = "\n".join(values.get(k) or "" for k in ("environment", "message", "log"))
+    env = pasted_environment(text, f"pasted in GitHub issue #{number}")
+    return env is not None and add_pasted(path, kb.project, env)
 
 
 def _create(

@@ -53,6 +53,7 @@ def build_report(
     scrub = Scrubber(redact_paths)
     ran = specs if run.interpreter_error is None else []
     results = [_result(spec, run.results.get(spec.id), scrub) for spec in ran]
+    results = _judged(results)
     return ProbeReport(
         kbgen_version=__version__,
         collected_at=now or clock.now(),
@@ -99,6 +100,20 @@ def _result(spec: ProbeSpec, got: RawResult | None, scrub: Scrubber) -> ProbeRes
         exit_code=got.exit_code,
         stderr_tail=scrub.text(got.output),
     )
+
+
+def _judged(results: list[ProbeResult]) -> list[ProbeResult]:
+    """The built-in compat probe's verdict comes from kbgen.judge, over the facts of every probe."""
+    from kbgen.models import ProbeStatus as Status
+    from kbgen.probes.judged import compat_outcome
+
+    compat = next((r for r in results if r.id == "compat" and r.builtin and r.status == Status.pass_), None)
+    if compat is None:
+        return results
+    facts = {f"{r.id}.{k}": v for r in results for k, v in r.facts.items()}
+    status, message, own = compat_outcome(facts, dict(compat.facts))
+    judged = compat.model_copy(update={"status": Status(status), "message": message, "facts": own})
+    return [judged if r is compat else r for r in results]
 
 
 def _scrubbed(data: dict[str, Any], scrub: Scrubber) -> dict[str, Any]:

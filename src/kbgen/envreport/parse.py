@@ -1,0 +1,272 @@
+"""Line rules that read environment facts out of pasted text, whatever surrounds them.
+
+Each rule is a regular expression over one line (a few look at the next lines) that yields facts
+under the probes' names, with a weight: a fact stated by collect_env or nvidia-smi outweighs one
+read off a ``pip list`` line or a requirement in prose, and torch's own warnings outweigh both.
+No library parses these formats: collect_env, nvidia-smi and sglang/detectron2's tables are
+printed for people, so kbgen keeps one table of rules, tested on the real reports in
+``tests/data/env-reports``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+Scalar = str | int | float | bool | None
+
+HIGH, MID, LOW = 3, 2, 1
+_VERSION = r"(\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?)"
+
+
+@dataclass
+class Found:
+    facts: dict[str, Scalar] = field(default_factory=dict)
+    weight: dict[str, int] = field(default_factory=dict)
+    formats: list[str] = field(default_factory=list)
+
+    def put(self, key: str, value: Scalar, weight: int) -> None:
+        if value is None or value == "":
+            return
+        if weight > self.weight.get(key, 0):
+            self.facts[key], self.weight[key] = value, weight
+
+    def saw(self, name: str) -> None:
+        if name not in self.formats:
+            self.formats.append(name)
+
+
+Rule = Callable[[re.Match[str], list[str], int, Found], None]
+RULES: list[tuple[re.Pattern[str], str, Rule]] = []
+
+
+def rule(pattern: str, fmt: str) -> Callable[[Rule], Rule]:
+    def add(fn: Rule) -> Rule:
+        RULES.append((re.compile(pattern, re.IGNORECASE), fmt, fn))
+        return fn
+
+    return add
+
+
+def scan(lines: list[str]) -> Found:
+    found = Found()
+    for index, line in enumerate(lines):
+        for pattern, fmt, fn in RULES:
+            match = pattern.search(line)
+            if match:
+                fn(match, lines, index, found)
+                found.saw(fmt)
+    return found
+
+
+def major_minor(text: str) -> str | None:
+    match = re.match(r"(\d+)\.(\d+)", text)
+    return f"{int(match.group(1))}.{int(match.group(2))}" if match else None
+
+
+def gpu_name(text: str) -> str | None:
+    name = re.sub(r"\s*\((?:gfx|arch=|UUID)[^)]*\)\s*$", "", text.strip()).strip(" .|>\"'`")
+    if not name or name.lower() in ("no cuda", "could not collect", "n/a", "none"):
+        return None
+    return name
+
+
+def _bool(text: str) -> bool | None:
+    word = text.strip().lower()
+    return True if word in ("true", "yes") else False if word in ("false", "no") else None
+
+
+def _os(text: str) -> str:
+    return re.sub(r"\s*\((?:x86_64|arm64|aarch64|ppc64le)\)\s*$", "", text.strip())
+
+
+# --------------------------------------------------------------------------- collect_env
+
+_KV = r"^\s*(?:>\s*)?{key}\s*:\s*(.*?)\s*$"
+
+
+def _kv(key: str) -> str:
+    return _KV.format(key=key)
+
+
+@rule(_kv(r"PyTorch version"), "collect_env")
+def _torch_version(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    value = m.group(1).split()[0] if m.group(1).split() else ""
+    if re.match(r"\d", value):
+        f.put("torch-build.version", value, HIGH)
+
+
+@rule(_kv(r"CUDA used to build PyTorch"), "collect_env")
+def _cuda_built(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    value = m.group(1).strip("* ")
+    if re.match(r"\d", value):
+        f.put("torch-build.cuda", major_minor(value), HIGH)
+    elif value.lower() in ("none", "could not collect"):
+        f.put("torch-build.cpu_only", True, MID)
+
+
+@rule(_kv(r"ROCM used to build PyTorch"), "collect_env")
+def _rocm(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    if re.match(r"\d", m.group(1)):
+        f.put("torch-build.hip", m.group(1).split()[0], HIGH)
+        f.put("torch-build.cpu_only", False, HIGH)
+
+
+@rule(_kv(r"OS"), "collect_env")
+def _os_line(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    if m.group(1) and not m.group(1).startswith("["):
+        f.put("system.os", _os(m.group(1)), HIGH)
+
+
+@rule(r"^\s*(?:-\s*)?(?:OS|Os)\s*(?:\(e\.g\., Linux\))?\s*:\s*(.+?)\s*$", "markdown")
+def _os_bullet(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    if m.group(1) and not m.group(1).startswith("["):
+        f.put("system.os", _os(m.group(1)), MID)
+
+
+@rule(r"^\s*(?:Python version|Python)\s*:\s*(\d+\.\d+(?:\.\d+)?)", "collect_env")
+def _python(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("system.python", m.group(1), HIGH)
+
+
+@rule(r"^\s*Python\s{2,}(\d+\.\d+\.\d+)", "detectron2")
+def _python_table(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("system.python", m.group(1), HIGH)
+
+
+@rule(r"(?:python=|python)(3\.\d+)\b", "prose")
+def _python_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("system.python", m.group(1), LOW)
+
+
+@rule(r"microsoft-standard-WSL2|-microsoft-standard\b", "collect_env")
+def _wsl2(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("system.wsl", "WSL2", HIGH)
+
+
+@rule(r"^\s*(?:Is CUDA available|CUDA available|GPU available)\s*:?\s+(True|False|Yes|No)\b", "collect_env")
+def _available(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.cuda_available", _bool(m.group(1)), HIGH)
+
+
+@rule(r"is_available\(\)\s*(?:={1,2}|returns|:|\))?\s*\**\s*(True|False)\b", "prose")
+def _available_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.cuda_available", _bool(m.group(1)), MID)
+
+
+@rule(_kv(r"GPU models and configuration"), "collect_env")
+def _gpu_models(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    value = m.group(1)
+    if not value:
+        value = next((x for x in lines[i + 1 : i + 3] if x.strip()), "")
+    name = re.sub(r"^\s*GPU \d+\s*[:：]\s*", "", value)
+    f.put("gpu.name", gpu_name(name), HIGH)
+
+
+@rule(_kv(r"Nvidia driver version"), "collect_env")
+def _nv_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    if re.match(r"\d{3}\.\d", m.group(1)):
+        f.put("gpu.driver", m.group(1).split()[0], HIGH)
+
+
+@rule(r"^\s*(?:Model name|Name)\s*[:=]\s*(.+?)\s*$", "lscpu")
+def _cpu_model(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    if re.search(r"(?i)intel|amd|apple|arm|qemu|xeon|epyc|ryzen|core", m.group(1)) and "torch" not in m.group(
+        1
+    ):
+        f.put("cpu.model", m.group(1), MID)
+
+
+@rule(r"^\s*CPU:\s*$", "collect_env")
+def _cpu_block(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    if nxt and ":" not in nxt and "=" not in nxt:
+        f.put("cpu.model", nxt, MID)
+
+
+@rule(r"^\s*(?:Flags|flags)\s*:\s*(\w.*)$", "lscpu")
+def _flags(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    words = m.group(1).split()
+    if "fpu" in words or "sse2" in words:
+        f.put("cpu.flags", " ".join(words), HIGH)
+
+
+# --------------------------------------------------------------------------- nvidia-smi and nvcc
+
+
+@rule(r"NVIDIA-SMI\s+([\d.]+)\s+Driver Version:\s*([\d.]+)\s+CUDA (?:UMD )?Version:\s*([\d.]+)", "nvidia-smi")
+def _smi_header(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver", m.group(2), HIGH)
+    f.put("gpu.driver_cuda", major_minor(m.group(3)), HIGH)
+
+
+@rule(r"^\s*\|\s+0\s+(.+?)\s+(?:On|Off|WDDM|TCC)\s+\|", "nvidia-smi")
+def _smi_row(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.name", gpu_name(m.group(1)), HIGH)
+
+
+@rule(r"^\s*Driver Version\s*:\s*([\d.]+)\s*$", "nvidia-smi -q")
+def _smiq_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver", m.group(1), HIGH)
+
+
+@rule(r"^\s*CUDA Version\s*:\s*([\d.]+)\s*$", "nvidia-smi -q")
+def _smiq_cuda(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver_cuda", major_minor(m.group(1)), HIGH)
+
+
+@rule(r"^\s*Product Name\s*:\s*(.+?)\s*$", "nvidia-smi -q")
+def _smiq_name(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.name", gpu_name(m.group(1)), HIGH)
+
+
+@rule(r"NVRM version:.*Kernel Module\s+(\d{3}\.\d+(?:\.\d+)?)", "nvrm")
+def _nvrm(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver", m.group(1), HIGH)
+
+
+@rule(r"Cuda compilation tools, release (\d+\.\d+)", "nvcc")
+def _nvcc(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("toolkit.nvcc", m.group(1), HIGH)
+
+
+@rule(r"^\s*CUDA Driver Version\s*:\s*([\d.]+)", "sglang")
+def _cuda_driver_version(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    value = m.group(1)
+    if int(value.split(".")[0]) >= 100:
+        f.put("gpu.driver", value, HIGH)
+    else:
+        f.put("gpu.driver_cuda", major_minor(value), HIGH)
+
+
+@rule(r"^\s*GPU [\d,]+\s*:\s*(.+?)\s*$", "sglang")
+def _sgl_gpu(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.name", gpu_name(m.group(1)), MID)
+
+
+@rule(r"^\s*GPU [\d,]+ Compute Capability\s*:\s*(\d+\.\d)", "sglang")
+def _sgl_cap(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.capability", m.group(1), HIGH)
+
+
+@rule(r"^\s*GPU [\d,]+\s{2,}(.+?)\s*$", "detectron2")
+def _d2_gpu(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    arch = re.search(r"\(arch=(\d+\.\d)\)", m.group(1))
+    f.put("gpu.name", gpu_name(m.group(1)), MID)
+    if arch:
+        f.put("gpu.capability", arch.group(1), HIGH)
+
+
+@rule(r"^\s*(?:PyTorch|torch)\s{2,}" + _VERSION + r"(?:\s+@|\s*$)", "detectron2")
+def _d2_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1), MID)
+
+
+@rule(r"^\s*Driver version\s{2,}([\d.]+)", "detectron2")
+def _d2_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver", m.group(1), HIGH)
+
+
+def iter_rules() -> Iterator[tuple[re.Pattern[str], str, Rule]]:
+    yield from RULES

@@ -1,0 +1,186 @@
+"""Rules for what torch prints about the machine, and for package lists (pip, conda, prose).
+
+Importing this module registers its rules in :data:`kbgen.envreport.parse.RULES`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kbgen.envreport.parse import _VERSION, HIGH, LOW, MID, Found, gpu_name, major_minor, rule
+
+# --------------------------------------------------------------------------- torch's own messages
+
+
+@rule(r"(\S.*?) with CUDA capability sm_(\d+) is not compatible", "torch warning")
+def _incompatible(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    name = re.sub(r"^.*?(?:UserWarning:|Bug Report:|\|)\s*", "", m.group(1)).strip(" \"'`")
+    f.put("gpu.name", gpu_name(name), HIGH + 1)
+    digits = m.group(2)
+    f.put("gpu.capability", f"{digits[:-1]}.{digits[-1]}", HIGH + 1)
+    f.put("torch-build.incompatible_gpu", True, HIGH)
+    rest = " ".join(lines[i : i + 3])
+    archs = re.search(r"supports CUDA capabilities ((?:(?:sm|compute)_\d+\s*)+)", rest)
+    if archs:
+        f.put("torch-build.arch_list", " ".join(archs.group(1).split()), HIGH + 1)
+
+
+@rule(r"Found GPU\d+ (.+?) which is of cuda capability (\d+\.\d)", "torch warning")
+def _too_old(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.name", gpu_name(m.group(1)), HIGH + 1)
+    f.put("gpu.capability", m.group(2), HIGH + 1)
+    f.put("torch-build.gpu_too_old", True, HIGH)
+    rest = " ".join(lines[i : i + 4])
+    floor = re.search(
+        r"minimum cuda capability (?:that we support|supported by this library) is (\d+\.\d)", rest
+    )
+    if floor:
+        f.put("torch-build.min_capability", floor.group(1), HIGH)
+
+
+@rule(r"driver on your system is too old\s*\(found version (\d{4,5})\)", "torch warning")
+def _driver_old(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    number = int(m.group(1))
+    f.put("gpu.driver_cuda", f"{number // 1000}.{number % 1000 // 10}", HIGH)
+    f.put("torch-build.driver_too_old", True, HIGH)
+
+
+@rule(
+    r"CUDA driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver", "torch error"
+)
+def _insufficient(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.driver_too_old", True, HIGH)
+
+
+@rule(r"Found no NVIDIA driver on your system", "torch warning")
+def _no_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver_missing", True, HIGH)
+
+
+@rule(r"Torch not compiled with CUDA enabled", "torch error")
+def _not_compiled(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.cpu_only", True, HIGH)
+
+
+@rule(r"SIGILL|Illegal instruction|illegal hardware instruction", "crash")
+def _sigill(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("cpu.sigill", True, HIGH)
+
+
+# --------------------------------------------------------------------------- packages
+
+
+@rule(r"^\s*\[(?:pip3?|conda)\]\s+(nvidia-[\w-]+?-cu(\d+))[=\s]", "pip list")
+def _nvidia_wheel(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    current = str(f.facts.get("packages.nvidia_wheels") or "")
+    item = f"{m.group(1)[: -len(m.group(2)) - 3]}-cu{m.group(2)}"
+    if item not in current.split():
+        f.facts["packages.nvidia_wheels"] = (current + " " + item).strip()
+        f.weight["packages.nvidia_wheels"] = HIGH
+
+
+@rule(r"^\s*\[pip3?\]\s+torch==" + _VERSION, "pip list")
+def _pip_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1), MID)
+
+
+@rule(r"^\s*(?:\[conda\]\s+)?(?:pytorch|torch)\s+(\d[\w.+]*)\s+(\S+)(?:\s+\S+){0,3}\s*$", "conda list")
+def _conda_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    build = m.group(2).lower()
+    if build == "<pip>" or build.startswith(("pypi", "py")):
+        f.put("torch-build.version", m.group(1), MID)
+    if "_cpu" in build or build.startswith("cpu"):
+        f.put("torch-build.cpu_only", True, MID)
+    cuda = re.search(r"cuda(\d+\.\d+)", build)
+    if cuda:
+        f.put("torch-build.cuda", major_minor(cuda.group(1)), MID)
+
+
+@rule(r"\bpytorch=(\d[\d.]*)=(\w+)", "conda list")
+def _conda_spec(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1), MID)
+    if "cpu" in m.group(2):
+        f.put("torch-build.cpu_only", True, MID)
+
+
+@rule(r"(?<![\w.-])torch(?:==|\s*:\s*|\s{2,}|-(?=\d))" + _VERSION, "pip")
+def _torch_pin(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1), LOW)
+
+
+@rule(r"^\s*(?:-\s*)?(?:PyTorch|torch)(?: version)?\s*[:=]\s*'?" + _VERSION, "prose")
+def _torch_colon(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1), MID)
+
+
+@rule(r"^\s*(?:-\s*)?\s*torch\s+(\d+\.\d+\.\d+(?:\+\w+)?)\s*$|the version torch is (\d+\.\d+\.\d+)", "prose")
+def _torch_plain(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1) or m.group(2), LOW)
+
+
+@rule(r"print\(torch\.__version__\)\s*$", "python session")
+def _print_version(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    if re.fullmatch(_VERSION, nxt):
+        f.put("torch-build.version", nxt, MID)
+
+
+@rule(r"torch\.version\.cuda\)?`?\s*$", "python session")
+def _print_cuda(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    nxt = lines[i + 1].strip().strip("'\"") if i + 1 < len(lines) else ""
+    nxt = re.sub(r"^returns\s+", "", nxt)
+    if re.fullmatch(r"\d+\.\d+(?:\.\d+)?", nxt):
+        f.put("torch-build.cuda", major_minor(nxt), MID)
+
+
+@rule(r"^\s*(?:-\s*)?Driver\s*:\s*(\d{3}\.\d+(?:\.\d+)?)\s*$|Driver version (\d{3}\.\d+(?:\.\d+)?)", "prose")
+def _driver_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver", m.group(1) or m.group(2), MID)
+
+
+@rule(r"^\s*(?:-\s*)?GPU\s*:\s*(.+?)\s*(?:\(compute capability (\d+\.\d)\))?\s*$", "prose")
+def _gpu_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.name", gpu_name(m.group(1)), LOW)
+    if m.group(2):
+        f.put("gpu.capability", m.group(2), MID)
+
+
+@rule(r"^\s*(?:-\s*)?CUDA \(via torch\)\s*:\s*(\d+\.\d+)", "prose")
+def _cuda_via_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.cuda", m.group(1), MID)
+
+
+@rule(r"Driver-reported CUDA version\s*:\s*(\d+\.\d+)", "prose")
+def _driver_cuda_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver_cuda", m.group(1), MID)
+
+
+@rule(r"is_available\(\)\S*\s*(?:prints|returns)\s*`?(True|False)`?", "prose")
+def _available_prints(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.cuda_available", m.group(1) == "True", MID)
+
+
+@rule(r"is_available\(\)`?\s*$", "python session")
+def _available_next(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+    word = re.fullmatch(r"(?:returns\s+)?`?(True|False)`?\.?", nxt)
+    if word:
+        f.put("torch-build.cuda_available", word.group(1) == "True", MID)
+
+
+@rule(r"^\s*#{2,4}\s*(PyTorch|Python) version\s*$", "issue form")
+def _form_field(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    nxt = next((x.strip() for x in lines[i + 1 : i + 4] if x.strip()), "")
+    if re.fullmatch(_VERSION, nxt):
+        key = "torch-build.version" if m.group(1).lower() == "pytorch" else "system.python"
+        f.put(key, nxt, MID)
+
+
+@rule(r"PyTorch Version \(e\.g\., [\d.]+\)\s*:\s*'?" + _VERSION, "issue form")
+def _form_bullet(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("torch-build.version", m.group(1), MID)
+
+
+@rule(r"\bNVIDIA (\d{3}\.\d+\.\d+)\b", "prose")
+def _driver_named(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("gpu.driver", m.group(1), LOW)
