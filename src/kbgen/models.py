@@ -273,10 +273,8 @@ class Environment(Strict):
         default=None, description="the full probe report, relative to kb/bugs/: BUG-ID/env-NAME.json"
     )
     findings: list[Finding] = []
-    pasted: Annotated[str, StringConstraints(max_length=200)] | None = Field(
-        default=None,
-        description="set when the facts were read from a pasted report, not probed: where it was pasted",
-    )
+    #: set when the facts were read from a pasted report, not probed: where it was pasted
+    pasted: Annotated[str, StringConstraints(max_length=200)] | None = None
 
     @field_validator("facts", mode="before")
     @classmethod
