@@ -220,6 +220,24 @@ def test_data_files_validate_and_a_broken_one_is_named(tmp_path: Path) -> None:
     assert any("`retrieved` must be the date" in p for p in problems)
 
 
+@pytest.mark.usefixtures("base_layer")
+def test_validate_names_a_broken_data_table(
+    kb_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out = run("validate")
+    assert code == 0, out
+    broken = tmp_path / "data"
+    shutil.copytree(envdata.DATA_DIR, broken)
+    gpus = json.loads((broken / "gpu-capabilities.json").read_text())
+    del gpus["sources"]
+    (broken / "gpu-capabilities.json").write_text(json.dumps(gpus))
+    monkeypatch.setattr(envdata, "DATA_DIR", broken)
+    code, out = run("validate")
+    assert code == 1
+    assert "kbgen/knowledge/data/gpu-capabilities.json: " in out
+    assert "sources" in out
+
+
 @pytest.mark.parametrize(
     ("name", "capability"),
     [

@@ -60,7 +60,20 @@ def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = N
                 )
     for entry in kb.bugs.values():
         problems.extend(check_bug_status(kb, entry))
+    problems.extend(check_env_data())
     return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
+
+
+def check_env_data() -> Iterator[Problem]:
+    """The base layer's data tables that verdicts are judged by (GPU capabilities, torch builds,
+    driver minimums): sourced, dated and of the right shape."""
+    from kbgen import envdata, layers
+
+    if layers.base_dir() is None:
+        return
+    for problem in envdata.data_problems(envdata.DATA_DIR):
+        name, _, message = problem.partition(": ")
+        yield Problem(f"{layers.BASE_LABEL}/data/{name}", None, None, message, code="data")
 
 
 def _at(
