@@ -70,7 +70,8 @@ def test_fix_records_an_attempt_while_open_and_rejects_unknown_fixes(kb_project:
     bad = invoke("fix", BUG_ID, "clamp-label", "--outcome", "worked")
     assert bad.exit_code == 1
     assert bad.stderr == (
-        "Error: FIX-ID 'clamp-label': no such fix in kb/fixes/\n  hint: did you mean 'clamp-labels'?\n"
+        "Error: FIX-ID 'clamp-label': no such fix in the base layer or kb/fixes/\n"
+        "  hint: did you mean 'clamp-labels'?\n"
     )
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import PATIENCE, run
 
 BUG = "BUG-20251109-002"
@@ -132,3 +134,16 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
         sub_code, sub_out = run(name, "--help")
         assert sub_code == 0 and f" {name} [OPTIONS]" in sub_out.splitlines()[0], name
         assert f"kbgen {name}" in readme, f"{name} is not documented in README.md"
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"), [("status", "cause"), ("status", "fix"), ("fix", "fix"), ("new-bug", "error")]
+)
+def test_help_names_ids_the_way_a_team_repository_finds_them(command: str, kind: str) -> None:
+    """A team's repository has no kb/errors/, kb/causes/ or kb/fixes/ of its own at first: the ids
+    come from the base layer, which `kbgen kb list` shows."""
+    code, out = run(command, "--help")
+    assert code == 0
+    assert f"kbgen kb list --kind {kind}" in " ".join(out.split())
+    for folder in ("(kb/errors/)", "(kb/causes/)", "(kb/fixes/)", "from templates/bug.md.j2"):
+        assert folder not in out

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import edit, run
+from conftest import edit, run, write_tree
 
 SEED_002_LEFTOVERS = """\
 
@@ -172,3 +172,24 @@ def test_id_must_match_file_name(kb_project: Path) -> None:
     assert (
         "kb/fixes/clamp-labels.md:2: id: 'clamp-label' does not match the file name 'clamp-labels.md'" in out
     )
+
+
+def test_base_records_never_mention_a_projects_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every project reads the shipped knowledge, and no project has this repository's bugs."""
+    base = write_tree(
+        tmp_path / "base",
+        {
+            "errors/.keep": "",
+            "causes/seen.md": "---\nid: seen\ntitle: A cause\nsummary: Short.\n---\n"
+            "Body.\n\nThe team found it in BUG-20251109-002 first.\n",
+        },
+    )
+    root = write_tree(tmp_path / "proj", {"kb/bugs/.keep": ""})
+    monkeypatch.setattr("kbgen.layers.base_dir", lambda: base)
+    monkeypatch.chdir(root)
+    code, out = run("validate")
+    assert code == 1
+    assert "kbgen/knowledge/causes/seen.md:8: the base layer mentions the bug BUG-20251109-002" in out
+    (base / "causes/seen.md").write_text("---\nid: seen\ntitle: A cause\nsummary: Short.\n---\nBody.\n")
+    code, out = run("validate")
+    assert code == 0, out

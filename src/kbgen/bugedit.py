@@ -78,10 +78,10 @@ def _known(kb: Kb, kind: RecordKind[Record], record_id: str, option: str) -> Non
         import difflib
 
         close = difflib.get_close_matches(record_id, list(kb.entries(kind)), n=1)
-        name, folder = kind.name, f"kb/{kind.folder}/"
+        name = kind.name
         raise UnknownIdError(
-            f"{option} {record_id!r}: no such {name} in {folder}",
-            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen list-{name}s` or {folder} lists them",
+            f"{option} {record_id!r}: no such {name} in the base layer or kb/{kind.folder}/",
+            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen kb list --kind {name}` lists them",
         )
 
 

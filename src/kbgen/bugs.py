@@ -147,7 +147,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Pat
         guess = f"; did you mean '{close[0]}'?" if close else ""
         raise UnknownIdError(
             f"--error {new.error!r}: no such error type{guess}",
-            hint="`kbgen triage LOG` suggests one; the error types are in kb/errors/",
+            hint="`kbgen triage LOG` suggests one; `kbgen kb list --kind error` lists them",
         )
     now = clock.now()
     day = new.date or now.date()

@@ -21,7 +21,18 @@ from kbgen.mdtext import (
     sections,
     unfilled,
 )
-from kbgen.models import AttemptOutcome, Bug, Decided, ErrorType, Fix, ProbeStatus, Record, RootCause, Status
+from kbgen.models import (
+    BUG_ID_RE,
+    AttemptOutcome,
+    Bug,
+    Decided,
+    ErrorType,
+    Fix,
+    ProbeStatus,
+    Record,
+    RootCause,
+    Status,
+)
 from kbgen.store import Entry, Kb
 
 if TYPE_CHECKING:
@@ -31,6 +42,7 @@ if TYPE_CHECKING:
 _MOJIBAKE_RE = re.compile(
     r"â[€œ\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u02c6\u2013-\u203a\u20ac\u2122]|Ã[\u0080-\u00bf]|ðŸ|Â[\u00a0-\u00bf]"
 )
+_BUG_MENTION_RE = re.compile(BUG_ID_RE.strip("^$").replace("(", "(?:"))
 _TEXT_RE = re.compile(f"(?P<placeholder>{PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
 
 
@@ -176,6 +188,14 @@ def check_layers(kb: Kb, base_probes: set[str]) -> Iterator[Problem]:
                     "base records link only to base records"
                 )
                 yield _at(kb, entry, loc, message, code="layer")
+        found = _BUG_MENTION_RE.search(entry.source.text)
+        if found is not None:
+            line = entry.source.text.count("\n", 0, found.start()) + 1
+            message = (
+                f"the base layer mentions the bug {found.group()}; shipped knowledge is read by every "
+                "project, which has bugs of its own: describe the case without its id"
+            )
+            yield Problem(entry.source.rel, line, None, message, code="layer")
 
 
 def _close(value: str, choices: Iterable[str]) -> str:

@@ -127,10 +127,15 @@ def _causes_and_fixes(bug: Any) -> list[str]:
 @click.argument("new_status", metavar="STATUS", type=click.Choice(STATUSES, case_sensitive=False))
 @click.option("--note", help="Why; kept in the bug's history.")
 @click.option(
-    "--cause", metavar="CAUSE-ID", help="The root cause found (kb/causes/); added to confirmed_causes."
+    "--cause",
+    metavar="CAUSE-ID",
+    help="The root cause found (`kbgen kb list --kind cause`); added to confirmed_causes.",
 )
 @click.option(
-    "--fix", "fix_id", metavar="FIX-ID", help="The fix applied (kb/fixes/); recorded in fixes_tried."
+    "--fix",
+    "fix_id",
+    metavar="FIX-ID",
+    help="The fix applied (`kbgen kb list --kind fix`); recorded in fixes_tried.",
 )
 @click.option(
     "--outcome",
@@ -183,7 +188,7 @@ def status(ctx: click.Context, /, bug_id: str, new_status: str, **opts: Any) -> 
 @click.option("--note", help="What was done and what happened.")
 @click.pass_context
 def fix(ctx: click.Context, bug_id: str, fix_id: str, outcome: str, note: str | None) -> None:
-    """Record a fix tried on a bug (kb/fixes/FIX-ID) and how it went.
+    """Record a fix tried on a bug (FIX-ID from `kbgen kb list --kind fix`) and how it went.
 
     \b
     Example:

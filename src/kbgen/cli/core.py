@@ -135,7 +135,7 @@ def _print_problems(
     "error_id",
     metavar="ERROR-ID",
     shell_complete=complete_error_ids,
-    help="Error type id (kb/errors/); its diagnostic steps become the bug's progress checklist.",
+    help="Error type id (`kbgen kb list --kind error`); its diagnostic steps become the bug's checklist.",
 )
 @click.option("--severity", type=click.Choice(SEVERITIES, case_sensitive=False), help="Default: medium.")
 @click.option("--tag", "tags", multiple=True, help="Repeat for several tags.")
@@ -159,8 +159,9 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
     """Write a new numbered bug report, BUG-YYYYMMDD-NNN.
 
     Prompts for what is missing when run in a terminal. The frontmatter is written from the
-    bug's fields, the body from templates/bug.md.j2, and the file passes `kbgen validate
-    --strict` as written: the sections left for you hold `<!-- prompt: ... -->` comments.
+    bug's fields, the body from kbgen's bug template (a project's own templates/bug.md.j2
+    overrides it), and the file passes `kbgen validate --strict` as written: the sections left
+    for you hold `<!-- prompt: ... -->` comments.
     With --from-log the title names the error and where it failed (`CUDA illegal memory
     access in bce_loss.py:31 (forward)`).
 

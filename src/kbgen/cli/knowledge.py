@@ -28,7 +28,8 @@ def triage(ctx: click.Context, log: str, as_json: bool, top: int) -> None:
     """Name the error types a log shows, best first, and what to check next.
 
     LOG is a file, or - to read standard input. The log is streamed, so its size does
-    not matter. Lines are matched against the signatures of kb/errors/; an error that
+    not matter. Lines are matched against the signatures of every error type (the base
+    layer's and the project's own in kb/errors/; `kbgen kb list --kind error`); an error that
     another error listed earlier in the log usually causes ranks below it.
 
     \b

@@ -46,7 +46,8 @@ class _Echo(logging.Handler):
 def serve(
     ctx: click.Context, dev_addr: str, full_reload: bool, config_file: Path | None, open_browser: bool
 ) -> None:
-    """Serve the KB site and reload the browser when kb/, templates/ or docs/ change.
+    """Serve the KB site and reload the browser when kb/, docs/ or the project's own templates/
+    change.
 
     Only the pages whose content changed are rebuilt (mkdocs' dirty reload): editing one bug
     of a thousand takes a few seconds. Stop with Ctrl+C.
