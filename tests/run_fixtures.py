@@ -26,6 +26,10 @@ def command_file(folder: Path, name: str, body: str) -> list[str]:
     return [sys.executable, str(path)]
 
 
+#: every kbgen the tests started, so that a failed test leaves none running (see :func:`reap`)
+STARTED: list[subprocess.Popen[str]] = []
+
+
 def start(*args: str, cwd: Path, env: dict[str, str], **popen: object) -> subprocess.Popen[str]:
     """``kbgen ARGS`` in a session of its own (no controlling terminal), its output on pipes."""
     options: dict[str, object] = {
@@ -35,7 +39,18 @@ def start(*args: str, cwd: Path, env: dict[str, str], **popen: object) -> subpro
         "start_new_session": True,
         **popen,
     }
-    return subprocess.Popen([*KBGEN, *args], cwd=cwd, env=env, text=True, **options)  # type: ignore[call-overload]
+    process = subprocess.Popen([*KBGEN, *args], cwd=cwd, env=env, text=True, **options)  # type: ignore[call-overload]
+    STARTED.append(process)
+    return process
+
+
+def reap() -> None:
+    """Kill and reap every kbgen a test started that still runs (the test has failed already)."""
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=PATIENCE)
 
 
 def wait_for(path: Path, kbgen: subprocess.Popen[str]) -> str:

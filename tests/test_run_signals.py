@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KBGEN
-from run_fixtures import Terminal, command_file, kill_all, start, still_alive, wait_for
+from run_fixtures import Terminal, command_file, kill_all, reap, start, still_alive, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 
@@ -57,6 +57,12 @@ for each in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
 IGNORES = "signal.signal(signal.SIGTERM, signal.SIG_IGN)"
 
 STOPS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+
+
+@pytest.fixture(autouse=True)
+def _no_kbgen_left() -> Iterator[None]:
+    yield
+    reap()
 
 
 @pytest.fixture
@@ -112,7 +118,7 @@ def test_kbgen_waits_for_the_command_to_finish_its_own_way_and_keeps_its_status(
 def test_a_command_that_ignores_the_signal_is_killed_after_the_grace_period(folder: Path) -> None:
     kbgen, pids = run_command(folder, IGNORES, "--grace", "1")
     kbgen.send_signal(signal.SIGTERM)
-    out, err = kbgen.communicate(timeout=120)
+    _, err = kbgen.communicate(timeout=120)
     assert kbgen.returncode == 128 + signal.SIGKILL, err
     assert err == "\nkbgen: stopped by SIGTERM; the command ended (killed by SIGKILL).\n"
     assert still_alive(pids) == []  # its child went with it
@@ -155,7 +161,7 @@ def test_ctrl_c_at_a_terminal_reaches_the_command_once_and_kbgen_waits_for_it(fo
         stdout=slave,
         stderr=slave,
         start_new_session=True,
-        preexec_fn=take_the_terminal,  # noqa: PLW1509 (no threads in the test process)
+        preexec_fn=take_the_terminal,  # the test process starts no threads
     )
     os.close(slave)
     terminal = Terminal(master)
