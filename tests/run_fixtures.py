@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,37 @@ class Terminal:
             if not chunk:
                 return self.seen
             self.seen += chunk
+
+
+@contextlib.contextmanager
+def on_terminal(
+    args: list[str], cwd: Path, env: dict[str, str], *, reads_it: bool = False
+) -> Iterator[tuple[subprocess.Popen[bytes], Terminal]]:
+    """``kbgen ARGS`` in a session of its own whose controlling terminal is a new pseudo-terminal,
+    as in a terminal window: its output goes there, and its input too when ``reads_it``."""
+    import fcntl
+    import termios
+
+    master, slave = os.openpty()
+
+    def take_the_terminal() -> None:  # in kbgen's new session: the pty becomes its terminal
+        fcntl.ioctl(1, termios.TIOCSCTTY, 0)  # its stdout is the pty
+
+    kbgen = subprocess.Popen(
+        [*KBGEN, *args],
+        cwd=cwd,
+        env=env,
+        stdin=slave if reads_it else subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        preexec_fn=take_the_terminal,  # the test process starts no threads
+    )
+    os.close(slave)
+    try:
+        yield kbgen, Terminal(master)
+    finally:
+        if kbgen.poll() is None:
+            kbgen.kill()
+        kbgen.wait(timeout=PATIENCE)
+        os.close(master)

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KBGEN
-from run_fixtures import Terminal, command_file, kill_all, reap, start, still_alive, wait_for
+from run_fixtures import command_file, kill_all, on_terminal, reap, start, still_alive, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 
@@ -102,7 +101,7 @@ def test_a_stopped_kbgen_stops_the_command_and_its_children(folder: Path, signum
 def test_kbgen_waits_for_the_command_to_finish_its_own_way_and_keeps_its_status(
     folder: Path, signum: signal.Signals
 ) -> None:
-    kbgen, pids = run_command(folder, SAVES)
+    kbgen, pids = run_command(folder, SAVES, "--grace", "600")
     kbgen.send_signal(signum)
     wait_for(folder / "saving", kbgen)  # the command got the signal, and is saving its work
     assert kbgen.poll() is None  # kbgen waits for it
@@ -138,47 +137,42 @@ print("interrupted: cleaning up", flush=True)
 while not os.path.exists("release"):
     time.sleep(0.02)
 print(f"cleaned up after {len(got)} SIGINT", flush=True)
+print("RuntimeError: CUDA error: an illegal memory access was encountered", flush=True)
 sys.exit(7)
 """
+terminals = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 
 
-@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+@terminals
 def test_ctrl_c_at_a_terminal_reaches_the_command_once_and_kbgen_waits_for_it(folder: Path) -> None:
-    import fcntl
-    import termios
-
     argv = command_file(folder, "train.py", CTRL_C)
-    master, slave = os.openpty()
-
-    def take_the_terminal() -> None:  # in kbgen's new session: the pty becomes its terminal
-        fcntl.ioctl(1, termios.TIOCSCTTY, 0)
-
-    kbgen = subprocess.Popen(
-        [*KBGEN, "run", "--", *argv],
-        cwd=folder,
-        env=env_of(folder),
-        stdin=subprocess.DEVNULL,
-        stdout=slave,
-        stderr=slave,
-        start_new_session=True,
-        preexec_fn=take_the_terminal,  # the test process starts no threads
-    )
-    os.close(slave)
-    terminal = Terminal(master)
-    try:
+    with on_terminal(["run", "--", *argv], folder, env_of(folder)) as (kbgen, terminal):
         terminal.until(b"ready")
-        os.write(master, b"\x03")  # Ctrl-C: the terminal signals its whole foreground group
+        os.write(terminal.master, b"\x03")  # Ctrl-C: the terminal signals its whole foreground group
         terminal.until(b"cleaning up")
         assert kbgen.poll() is None  # kbgen waits while the command cleans up
         (folder / "release").touch()
         shown = terminal.rest().decode()
         assert kbgen.wait(timeout=120) == 7
-    finally:
-        if kbgen.poll() is None:
-            kbgen.kill()
-            kbgen.wait()
-        os.close(master)
     assert "cleaned up after 1 SIGINT" in shown  # its last words, and one SIGINT, not two
     assert "kbgen: the command failed (exit status 7)." in shown
     assert "Traceback" not in shown and "Interrupted" not in shown
     assert list((folder / "tmp").iterdir()) == []
+
+
+@terminals
+def test_after_ctrl_c_kbgen_offers_to_file_the_bug_but_does_not_by_default(
+    kb_project: Path, folder: Path
+) -> None:
+    argv = command_file(folder, "train.py", CTRL_C)
+    with on_terminal(["run", "--", *argv], folder, env_of(folder), reads_it=True) as (kbgen, terminal):
+        terminal.until(b"ready")
+        os.write(terminal.master, b"\x03")
+        terminal.until(b"cleaning up")
+        (folder / "release").touch()
+        terminal.until(b"File a bug and fill it with the probes? [y/N]: ")
+        os.write(terminal.master, b"\r")  # Enter: the default
+        shown = terminal.rest().decode()
+        assert kbgen.wait(timeout=120) == 7
+    assert "kbgen: looks like cuda-illegal-memory-access" in shown
+    assert [p.name for p in (kb_project / "kb" / "bugs").iterdir()] == ["BUG-20251109-002.md"]
