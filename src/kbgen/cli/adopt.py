@@ -138,7 +138,8 @@ def run(
 
     When kbgen is stopped (SIGTERM, SIGHUP, or SIGINT without a terminal) it passes the signal
     on, waits for COMMAND (killing it after --grace seconds) and exits with its status; nothing
-    is triaged. Ctrl-C at a terminal reaches COMMAND directly; kbgen waits for it the same way.
+    is triaged. Ctrl-C at a terminal reaches COMMAND directly; kbgen waits for it, then triages
+    a failure as usual but files the bug only when told to.
 
     \b
     Examples:
@@ -164,8 +165,9 @@ def run(
     from kbgen.errors import KbgenError
 
     try:
-        ask = not outcome.interrupted  # after Ctrl-C, filing is offered but not the default
-        _after_failure(ctx, outcome.report_text(), file_bug, runcmd.python_of(argv) or python, ask)
+        file_by_default = not outcome.interrupted  # after Ctrl-C filing is offered, not assumed
+        text = outcome.report_text()
+        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python, file_by_default)
     except KbgenError as exc:  # the command's own status still wins
         click.echo(f"Error: {exc}", err=True)
     ctx.exit(outcome.status)
