@@ -54,9 +54,9 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+def _open_regular(path: str | os.PathLike[str], flags: int = 0) -> tuple[int, os.stat_result]:
     """Open without blocking (a FIFO would wait for a writer) and insist on a regular file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | flags)
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
@@ -87,6 +87,23 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_ENTRY_BYTES, wha
             else:
                 why = f"kbgen reads at most {limit:,} here"
             raise Unreadable(f"{what} is {info.st_size:,} bytes; {why}")
+        return _read_fd(fd, limit, what)
+    finally:
+        os.close(fd)
+
+
+def read_limited_nofollow(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+    """:func:`read_limited` for a file another program was told to write: a symbolic link in its
+    place is refused too (``O_NOFOLLOW``), not followed to wherever it points."""
+    try:
+        fd, info = _open_regular(path, getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise Unreadable("a symbolic link, which kbgen does not follow") from None
+        raise
+    try:
+        if info.st_size > limit:
+            raise Unreadable(f"{what} is {info.st_size:,} bytes; kbgen reads at most {limit:,} here")
         return _read_fd(fd, limit, what)
     finally:
         os.close(fd)

@@ -3,6 +3,8 @@
 On a terminal the command gets a pseudo-terminal, so colours and progress bars look as they do
 without kbgen; otherwise its stdout and stderr stay two pipes, each relayed to ours. What is kept
 for triage is the tail of the output plus the lines that look like errors, however long the log.
+Relaying ends when the command exits, not when the last holder of its output closes it (a server
+it left running may keep it open). A stop signal kbgen gets is passed on (:mod:`kbgen.runstop`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
+
+from kbgen import errorfile
+from kbgen.runstop import Stopper, group_options, terminal_foreground
 
 #: lines kept from the end of the output
 TAIL_LINES = 400
@@ -38,6 +45,12 @@ SHELL_WORDS = {
     "SIGFPE": "Floating point exception",
     "SIGKILL": "Killed",
 }
+#: once the command has exited, output still arriving is passed on while it comes (a pause this
+#: long ends it) ...
+DRAIN_QUIET_S = 0.25
+#: ... and for this long at most: a daemon the command started may hold its stdout for ever
+DRAIN_MAX_S = 2.0
+_POLL_S = 0.1  # where the system gives no exit notice, how often to look
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?(\.exe)?")
 
 
@@ -78,7 +91,19 @@ class Outcome:
     status: int  # the command's exit status; 128+N when signal N killed it
     capture: Capture
     signal: str | None = None
-    error_file: str | None = None  # the torchrun child's error, when one was written
+    error_file: errorfile.ErrorFile = field(default_factory=errorfile.ErrorFile)
+    stopped_by: str | None = None  # the signal that stopped kbgen (and was passed on)
+    interrupted: bool = False  # Ctrl-C at the terminal reached the command while it ran
+
+    def report_text(self) -> str:
+        """What triage reads: the kept output, the shell's words for a fatal signal, the error file."""
+        text = self.capture.text()
+        if self.signal:  # what a shell prints for it, which is what the signatures know
+            text += f"\n{SHELL_WORDS.get(self.signal, 'Killed')} ({self.signal})"
+        if self.error_file.text:
+            text = f"{text}\n{self.error_file.text}"
+        # one NUL byte would make triage take the whole output for a binary file
+        return text.replace("\x00", "")
 
 
 def exit_status(returncode: int) -> tuple[int, str | None]:
@@ -101,59 +126,54 @@ def python_of(argv: list[str]) -> str | None:
     return os.path.abspath(found) if found else None  # noqa: PTH100 (a venv python is a symlink: keep it)
 
 
-def run(argv: list[str], *, tty: bool | None = None) -> Outcome:
-    """Run ``argv``, relaying its output; returns its status and what was kept of the output."""
+def run(argv: list[str], *, grace: float, tty: bool | None = None) -> Outcome:
+    """Run ``argv``, relaying its output; returns its status and what was kept of the output.
+
+    A stop signal kbgen gets meanwhile is passed on (see :mod:`kbgen.runstop`); the command has
+    ``grace`` seconds to exit before it is killed.
+    """
     if tty is None:
         tty = sys.stdout.isatty()
-    error_dir = tempfile.mkdtemp(prefix="kbgen-run-")
-    env = dict(os.environ)
-    env.setdefault("TORCHELASTIC_ERROR_FILE", str(Path(error_dir) / "error.json"))
+    stopper = Stopper(grace, shared=terminal_foreground())
     capture = Capture()
-    try:
-        returncode = _run_pty(argv, env, capture) if tty else _run_pipes(argv, env, capture)
-        error_text = read_error_file(Path(env["TORCHELASTIC_ERROR_FILE"]))
-    finally:
-        shutil.rmtree(error_dir, ignore_errors=True)
+    found = errorfile.ErrorFile()
+    with stopper.installed():
+        error_dir = tempfile.mkdtemp(prefix="kbgen-run-")
+        try:
+            env = dict(os.environ)
+            env.setdefault(errorfile.VARIABLE, str(Path(error_dir) / "error.json"))
+            relay = _run_pty if tty else _run_pipes
+            returncode = relay(argv, env, capture, stopper)
+            if returncode != 0 and stopper.signum is None:
+                found = errorfile.read(Path(env[errorfile.VARIABLE]))
+        finally:
+            shutil.rmtree(error_dir, ignore_errors=True)
     status, name = exit_status(returncode)
-    return Outcome(status, capture, name, error_text)
+    return Outcome(status, capture, name, found, stopper.name, stopper.interrupted)
 
 
-def _start(argv: list[str], env: dict[str, str], stdout: int, stderr: int) -> subprocess.Popen[bytes]:
+def _start(
+    argv: list[str], env: dict[str, str], stopper: Stopper, stdout: int, stderr: int
+) -> subprocess.Popen[bytes]:
     from kbgen.errors import KbgenError
 
     try:
-        return subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr)
+        proc = subprocess.Popen(argv, env=env, stdout=stdout, stderr=stderr, **group_options(stopper.shared))
     except OSError as exc:
         raise KbgenError(f"{argv[0]}: cannot run: {exc.strerror or exc}") from None
+    stopper.started(proc)
+    return proc
 
 
-def _relay(sel: selectors.BaseSelector, capture: Capture) -> None:
-    while sel.get_map():
-        for key, _ in sel.select():
-            try:
-                chunk = os.read(key.fd, 65536)
-            except OSError:  # a pty reports EIO once the command has closed it
-                chunk = b""
-            if not chunk:
-                sel.unregister(key.fd)
-                continue
-            out = key.data
-            out.write(chunk)
-            out.flush()
-            capture.feed(chunk)
-
-
-def _run_pipes(argv: list[str], env: dict[str, str], capture: Capture) -> int:
-    proc = _start(argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _run_pipes(argv: list[str], env: dict[str, str], capture: Capture, stopper: Stopper) -> int:
+    proc = _start(argv, env, stopper, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ, sys.stdout.buffer)
-        sel.register(proc.stderr, selectors.EVENT_READ, sys.stderr.buffer)
-        _relay(sel, capture)
-    return _wait(proc)
+    with proc.stdout, proc.stderr:
+        sources = [(proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)]
+        return _relay(proc, sources, capture, stopper)
 
 
-def _run_pty(argv: list[str], env: dict[str, str], capture: Capture) -> int:
+def _run_pty(argv: list[str], env: dict[str, str], capture: Capture, stopper: Stopper) -> int:
     import pty
 
     master, slave = pty.openpty()
@@ -163,38 +183,91 @@ def _run_pty(argv: list[str], env: dict[str, str], capture: Capture) -> int:
 
         size = fcntl.ioctl(sys.stdout.fileno(), termios.TIOCGWINSZ, b"\0" * 8)
         fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
-    try:
-        proc = _start(argv, env, stdout=slave, stderr=slave)
-    finally:
-        os.close(slave)
-    try:
-        with selectors.DefaultSelector() as sel:
-            sel.register(master, selectors.EVENT_READ, sys.stdout.buffer)
-            _relay(sel, capture)
-    finally:
-        os.close(master)
-    return _wait(proc)
-
-
-def _wait(proc: subprocess.Popen[bytes]) -> int:
-    while True:
+    with open(master, "rb", buffering=0) as source:
         try:
-            return proc.wait()
-        except KeyboardInterrupt:  # the command got the Ctrl-C too; let it finish its way
-            continue
+            proc = _start(argv, env, stopper, stdout=slave, stderr=slave)
+        finally:
+            os.close(slave)
+        return _relay(proc, [(source, sys.stdout.buffer)], capture, stopper)
 
 
-def read_error_file(path: Path) -> str | None:
-    """The message and traceback a torchrun child (``@record``) wrote, as text."""
-    import json
-
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that turns readable when ``pid`` exits (Linux 5.3+); None elsewhere."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace")[:1_000_000])
-    except (OSError, ValueError):
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
         return None
-    message = data.get("message") if isinstance(data, dict) else None
-    if isinstance(message, dict):
-        text = str(message.get("message", ""))
-        stack = (message.get("extraInfo") or {}).get("py_callstack")
-        return f"{stack}\n{text}" if stack else text
-    return str(message) if message else None
+
+
+_EXITED = "exited"
+_WOKEN = "woken"
+
+
+_Sources = list[tuple[IO[bytes], IO[bytes]]]  # (the command's output, where kbgen relays it)
+
+
+def _relay(proc: subprocess.Popen[bytes], sources: _Sources, capture: Capture, stopper: Stopper) -> int:
+    """Pass the command's output on until the command itself exits, then wait for it.
+
+    Output that arrives after the exit is still passed on while it keeps coming, for at most
+    DRAIN_MAX_S: a daemon the command left behind may hold its stdout open for ever.
+    """
+    pidfd = _pidfd(proc.pid)
+    ended: float | None = None
+    with selectors.DefaultSelector() as sel:
+        for source, out in sources:
+            sel.register(source, selectors.EVENT_READ, out)
+        if pidfd is not None:
+            sel.register(pidfd, selectors.EVENT_READ, _EXITED)
+        if stopper.wake is not None:
+            sel.register(stopper.wake, selectors.EVENT_READ, _WOKEN)
+        try:
+            while True:
+                if ended is None and proc.poll() is not None:
+                    ended = time.monotonic()
+                if ended is None:
+                    stopper.enforce()
+                    timeout = stopper.left()
+                    if pidfd is None:  # no exit notice: look again now and then
+                        timeout = _POLL_S if timeout is None else min(timeout, _POLL_S)
+                else:
+                    left = ended + DRAIN_MAX_S - time.monotonic()
+                    if left <= 0 or not any(k.data not in (_EXITED, _WOKEN) for k in sel.get_map().values()):
+                        break
+                    timeout = min(DRAIN_QUIET_S, left)
+                events = sel.select(timeout)
+                output = False
+                for key, _ in events:
+                    if key.data is _EXITED:
+                        sel.unregister(key.fileobj)
+                    elif key.data is _WOKEN:
+                        with contextlib.suppress(OSError):
+                            os.read(key.fd, 4096)
+                    else:
+                        output = True
+                        _pass_on(sel, key, capture)
+                if ended is not None and not output:
+                    break  # quiet since the command exited
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+    return proc.wait()
+
+
+def _pass_on(sel: selectors.BaseSelector, key: selectors.SelectorKey, capture: Capture) -> None:
+    source: IO[bytes] = key.fileobj  # type: ignore[assignment]
+    try:
+        chunk = os.read(key.fd, 65536)
+    except OSError:  # a pty reports EIO once the command has closed it
+        chunk = b""
+    if not chunk:
+        sel.unregister(source)
+        return
+    capture.feed(chunk)
+    out: IO[bytes] = key.data
+    try:
+        out.write(chunk)
+        out.flush()
+    except OSError:  # our own output is gone (a closed pipe, a hung-up terminal): the command's
+        sel.unregister(source)  # output goes nowhere, and its next write tells it so
+        source.close()

@@ -117,14 +117,29 @@ def kb_copy(ctx: click.Context, record_id: str) -> None:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.option("--file-bug", is_flag=True, help="On failure, file the bug without asking (for CI).")
 @click.option("--python", metavar="PATH", help="Interpreter to probe when COMMAND is not a Python command.")
+@click.option(
+    "--grace",
+    metavar="SECONDS",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="When kbgen is stopped, how long COMMAND has to exit after the signal before it is killed.",
+)
 @click.pass_context
-def run(ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: str | None) -> None:
+def run(
+    ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: str | None, grace: float
+) -> None:
     """Run COMMAND; when it fails, name the error and file a bug with the machine's facts.
 
     The output passes through unchanged (a pseudo-terminal on a terminal keeps colours and
     progress bars). On success nothing is kept. On failure (non-zero exit or a signal) the
     end of the output is triaged; after a confirmation (or with --file-bug) a bug is written
     from it and filled by the probes, run in the command's Python. Exits with COMMAND's status.
+
+    When kbgen is stopped (SIGTERM, SIGHUP, or SIGINT without a terminal) it passes the signal
+    on, waits for COMMAND (killing it after --grace seconds) and exits with its status; nothing
+    is triaged. Ctrl-C at a terminal reaches COMMAND directly; kbgen waits for it, then triages
+    a failure as usual but files the bug only when told to.
 
     \b
     Examples:
@@ -134,26 +149,33 @@ def run(ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: st
     from kbgen import runcmd
 
     argv = list(command)
-    outcome = runcmd.run(argv)
+    outcome = runcmd.run(argv, grace=grace)
+    how = f"killed by {outcome.signal}" if outcome.signal else f"exit status {outcome.status}"
+    if outcome.stopped_by:
+        click.echo(f"\nkbgen: stopped by {outcome.stopped_by}; the command ended ({how}).", err=True)
+        ctx.exit(outcome.status)
     if outcome.status == 0:
         ctx.exit(0)
-    how = f"killed by {outcome.signal}" if outcome.signal else f"exit status {outcome.status}"
     click.echo(f"\nkbgen: the command failed ({how}).", err=True)
-    text = outcome.capture.text()
-    if outcome.signal:  # what a shell prints for it, which is what the signatures know
-        text += f"\n{runcmd.SHELL_WORDS.get(outcome.signal, 'Killed')} ({outcome.signal})"
-    if outcome.error_file:
-        text = f"{text}\n{outcome.error_file}"
+    if outcome.error_file.note:
+        from kbgen.errorfile import VARIABLE
+
+        note = outcome.error_file.note
+        click.echo(f"kbgen: ignored the torchrun error file ({VARIABLE}): {note}", err=True)
     from kbgen.errors import KbgenError
 
     try:
-        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python)
+        file_by_default = not outcome.interrupted  # after Ctrl-C filing is offered, not assumed
+        text = outcome.report_text()
+        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python, file_by_default)
     except KbgenError as exc:  # the command's own status still wins
         click.echo(f"Error: {exc}", err=True)
     ctx.exit(outcome.status)
 
 
-def _after_failure(ctx: click.Context, text: str, file_bug: bool, python: str | None) -> None:
+def _after_failure(
+    ctx: click.Context, text: str, file_bug: bool, python: str | None, default: bool = True
+) -> None:
     from kbgen.triage import triage_text
 
     loaded = load_clean_kb(ctx)
@@ -168,7 +190,7 @@ def _after_failure(ctx: click.Context, text: str, file_bug: bool, python: str | 
             click.echo("kbgen: run with --file-bug to write a bug report for it.", err=True)
             return
         try:
-            if not click.confirm("File a bug and fill it with the probes?", default=True, err=True):
+            if not click.confirm("File a bug and fill it with the probes?", default=default, err=True):
                 return
         except click.Abort:  # Ctrl-D or Ctrl-C at the question: file nothing
             return
