@@ -193,3 +193,19 @@ def test_base_records_never_mention_a_projects_bug(tmp_path: Path, monkeypatch: 
     (base / "causes/seen.md").write_text("---\nid: seen\ntitle: A cause\nsummary: Short.\n---\nBody.\n")
     code, out = run("validate")
     assert code == 0, out
+
+
+def test_an_alias_that_is_a_live_bugs_id_is_reported_however_it_arose(kb_project: Path) -> None:
+    """A hand or git merge can leave one bug's alias equal to another bug's id: `show` and every
+    link then reach the other bug, and `list` shows one bug under two ids."""
+    bugs = kb_project / "kb/bugs"
+    text = (bugs / "BUG-20251109-002.md").read_text().replace("BUG-20251109-002", "BUG-20251110-001")
+    (bugs / "BUG-20251110-001.md").write_text(
+        text.replace("tags: [loss]", "tags: [loss]\naliases: [BUG-20251109-002]")
+    )
+    code, out = run("validate")
+    assert code == 1
+    assert (
+        "kb/bugs/BUG-20251110-001.md:11: aliases.0: BUG-20251109-002 is also the id of "
+        "kb/bugs/BUG-20251109-002.md; links and `kbgen show BUG-20251109-002` reach that bug"
+    ) in out

@@ -247,7 +247,9 @@ def renumber(kb: Kb, bug_id: str, day: dt.date | None = None) -> Renumbered:
     entries = sorted(
         (read_entry(p, BUG, kb.project) for p in paths), key=lambda e: (e.record.created, e.path.name)
     )
-    return _move(kb, entries[-1], bug_id, day)
+    # the old id stays with the first file, so the moved one keeps it in its history, not as an
+    # alias: an alias equal to a live id would name two bugs
+    return _move(kb, entries[-1], bug_id, day, keep_alias=len(paths) == 1)
 
 
 def _renumbered_from(kb: Kb, bug_id: str) -> Entry[Bug] | None:
@@ -257,7 +259,7 @@ def _renumbered_from(kb: Kb, bug_id: str) -> Entry[Bug] | None:
     return None
 
 
-def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None) -> Renumbered:
+def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None, *, keep_alias: bool) -> Renumbered:
     path = entry.path
     bug = entry.record
     slug = path.stem[len(bug_id) + 1 :]
@@ -268,7 +270,7 @@ def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None) -> Renumb
         event.new = new_id
         changes = {
             "id": new_id,
-            "aliases": sorted({*bug.aliases, bug_id}),
+            "aliases": sorted({*bug.aliases, bug_id} if keep_alias else set(bug.aliases) - {bug_id}),
             "updated": event.at,
             "history": [*bug.history, event],
         }

@@ -221,14 +221,20 @@ def check_duplicates(kb: Kb) -> Iterator[Problem]:
 
 
 def check_aliases(kb: Kb) -> Iterator[Problem]:
-    """An alias names one bug. (An old copy that still holds its id after an interrupted renumber
-    is reported when the KB is loaded; an alias equal to the id of a different bug, kept by a
-    renumber after a merge, is history: the id wins.)"""
+    """An alias names one bug. An alias equal to the id of a live bug, however it arose (a renumber
+    after a merge, a hand or git merge), is reported: links to that id reach the other bug, and
+    lists show one bug under two ids."""
     owners: dict[str, list[Entry[Bug]]] = {}
     for entry in kb.bugs.values():
         for i, alias in enumerate(entry.record.aliases):
             if alias == entry.record.id:
                 yield _at(kb, entry, ("aliases", i), "an alias cannot be the bug's own id", code="alias")
+            elif alias in kb.bugs:
+                message = (
+                    f"{alias} is also the id of {kb.project.rel(kb.bugs[alias].source.path)}; links and "
+                    f"`kbgen show {alias}` reach that bug: drop the alias, or merge the two bugs"
+                )
+                yield _at(kb, entry, ("aliases", i), message, code="alias")
             owners.setdefault(alias, []).append(entry)
     for alias, entries in sorted(owners.items()):
         if len(entries) > 1 and alias not in kb.bugs:
