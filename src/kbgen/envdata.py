@@ -20,7 +20,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kbgen.errors import Problem
 
 DATA_DIR = Path(__file__).resolve().parent / "knowledge" / "data"
 FILES = ("gpu-capabilities.json", "torch-builds.json", "cuda-drivers.json")
@@ -272,3 +275,20 @@ def _drivers(data: dict[str, Any]) -> list[str]:
     if not data["minor_version_minimum"] or not data["rules"]:
         out.append("cuda-drivers.json: needs minor_version_minimum and rules")
     return out
+
+
+def problems() -> list[Problem]:
+    """``kbgen validate``'s view of the data tables: one problem per defect, named by file.
+
+    Nothing when the base layer is turned off (``$KBGEN_BASE=off``): then no verdict uses them.
+    """
+    from kbgen import layers
+    from kbgen.errors import Problem
+
+    if layers.base_dir() is None:
+        return []
+    found = []
+    for problem in data_problems(DATA_DIR):
+        name, _, message = problem.partition(": ")
+        found.append(Problem(f"{layers.BASE_LABEL}/data/{name}", None, None, message, code="data"))
+    return found

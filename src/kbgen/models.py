@@ -22,6 +22,14 @@ from pydantic import (
 
 from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
 from kbgen.keyfacts import KEY_FACT_KEYS
+from kbgen.vocab import CLOSED_STATUSES as CLOSED_STATUSES
+from kbgen.vocab import AttemptOutcome as AttemptOutcome
+from kbgen.vocab import Likelihood as Likelihood
+from kbgen.vocab import ProbeStatus as ProbeStatus
+from kbgen.vocab import Risk as Risk
+from kbgen.vocab import Severity as Severity
+from kbgen.vocab import Status as Status
+from kbgen.vocab import StepState as StepState
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$"
 BUG_ID_RE = r"^BUG-([0-9]{8})-([0-9]{3,})$"  # [0-9], not \d: other scripts' digits are no id
@@ -51,58 +59,6 @@ class Record(Strict):
 
     id: str
     title: str
-
-
-class Likelihood(str, Enum):
-    high = "high"
-    medium = "medium"
-    low = "low"
-
-
-class Risk(str, Enum):
-    low = "low"
-    medium = "medium"
-    high = "high"
-
-
-class Status(str, Enum):
-    open = "open"
-    confirmed = "confirmed"
-    investigating = "investigating"
-    fix_in_progress = "fix-in-progress"
-    fixed = "fixed"
-    verified = "verified"
-    wontfix = "wontfix"
-    duplicate = "duplicate"
-
-
-CLOSED_STATUSES = frozenset({Status.fixed, Status.verified, Status.wontfix, Status.duplicate})
-
-
-class Severity(str, Enum):
-    low = "low"
-    medium = "medium"
-    high = "high"
-    critical = "critical"
-
-
-class StepState(str, Enum):
-    pending = "pending"
-    passed = "passed"
-    failed = "failed"
-    skipped = "skipped"
-
-
-class ProbeStatus(str, Enum):
-    """What a probe run concluded. ``crash`` and ``timeout`` come from the runner, not the probe."""
-
-    pass_ = "pass"
-    warn = "warn"
-    fail = "fail"
-    skip = "skip"
-    error = "error"
-    crash = "crash"
-    timeout = "timeout"
 
 
 # --------------------------------------------------------------------------- knowledge
@@ -296,13 +252,6 @@ class ProgressStep(Decided):
     when: Moment | None = None
     host: str | None = Field(default=None, description="the machine whose evidence set the state")
     by: str | None = None
-
-
-class AttemptOutcome(str, Enum):
-    worked = "worked"
-    failed = "failed"
-    partial = "partial"
-    pending = "pending"
 
 
 class FixAttempt(Strict):

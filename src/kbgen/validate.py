@@ -52,6 +52,7 @@ def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = N
     ``probes``: the project's probe files as :func:`~kbgen.probes.discovery.scan` found them, for
     a caller that scanned them already (the site); scanned here when not given.
     """
+    from kbgen import envdata
     from kbgen.probes.discovery import scan
 
     specs, probe_problems = probes if probes is not None else scan(kb.project)
@@ -72,20 +73,8 @@ def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = N
                 )
     for entry in kb.bugs.values():
         problems.extend(check_bug_status(kb, entry))
-    problems.extend(check_env_data())
+    problems.extend(envdata.problems())
     return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
-
-
-def check_env_data() -> Iterator[Problem]:
-    """The base layer's data tables that verdicts are judged by (GPU capabilities, torch builds,
-    driver minimums): sourced, dated and of the right shape."""
-    from kbgen import envdata, layers
-
-    if layers.base_dir() is None:
-        return
-    for problem in envdata.data_problems(envdata.DATA_DIR):
-        name, _, message = problem.partition(": ")
-        yield Problem(f"{layers.BASE_LABEL}/data/{name}", None, None, message, code="data")
 
 
 def _at(
@@ -221,20 +210,19 @@ def check_duplicates(kb: Kb) -> Iterator[Problem]:
 
 
 def check_aliases(kb: Kb) -> Iterator[Problem]:
-    """An alias names one bug. An alias equal to the id of a live bug, however it arose (a renumber
-    after a merge, a hand or git merge), is reported: links to that id reach the other bug, and
-    lists show one bug under two ids."""
+    """An alias names one bug, and never the id of a live bug, however it arose (a hand or git
+    merge): links to that id reach the other bug, and lists show one bug under two ids."""
     owners: dict[str, list[Entry[Bug]]] = {}
     for entry in kb.bugs.values():
         for i, alias in enumerate(entry.record.aliases):
             if alias == entry.record.id:
                 yield _at(kb, entry, ("aliases", i), "an alias cannot be the bug's own id", code="alias")
             elif alias in kb.bugs:
-                message = (
-                    f"{alias} is also the id of {kb.project.rel(kb.bugs[alias].source.path)}; links and "
-                    f"`kbgen show {alias}` reach that bug: drop the alias, or merge the two bugs"
+                where = kb.project.rel(kb.bugs[alias].source.path)
+                message = f"{alias} is also the id of {where}; links and `kbgen show {alias}` reach that bug"
+                yield _at(
+                    kb, entry, ("aliases", i), message + ": drop the alias, or merge the two", code="alias"
                 )
-                yield _at(kb, entry, ("aliases", i), message, code="alias")
             owners.setdefault(alias, []).append(entry)
     for alias, entries in sorted(owners.items()):
         if len(entries) > 1 and alias not in kb.bugs:

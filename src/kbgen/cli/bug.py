@@ -9,9 +9,11 @@ import click
 
 from kbgen.cli.common import complete_bug_ids, load_clean_kb, one_line, project_of
 from kbgen.cli.core import STATUSES
+from kbgen.vocab import AttemptOutcome, StepState
 
-OUTCOMES = ["worked", "failed", "partial", "pending"]
-STEP_STATES = ["done", "failed", "skipped", "pending"]
+OUTCOMES = [o.value for o in AttemptOutcome]
+#: a step is ticked "done" on the command line and recorded as passed
+STEP_STATES = ["done" if s is StepState.passed else s.value for s in StepState]
 MARKS = {"passed": "[x]", "failed": "[!]", "skipped": "[-]", "pending": "[ ]"}
 
 

@@ -11,21 +11,14 @@ import click
 
 from kbgen.cli.common import complete_bug_ids, complete_error_ids, load_clean_kb, one_line, project_of
 from kbgen.kinds import BUG, KINDS
+from kbgen.vocab import Severity, Status
 
 if TYPE_CHECKING:
     from kbgen.errors import Problem
 
-SEVERITIES = ["low", "medium", "high", "critical"]
-STATUSES = [
-    "open",
-    "confirmed",
-    "investigating",
-    "fix-in-progress",
-    "fixed",
-    "verified",
-    "wontfix",
-    "duplicate",
-]
+#: the choices offered on the command line are the models' own values (kbgen.vocab: no pydantic)
+SEVERITIES = [s.value for s in Severity]
+STATUSES = [s.value for s in Status]
 
 
 # --------------------------------------------------------------------------- validate
