@@ -70,6 +70,25 @@ def test_nodes_whose_names_differ_keep_a_file_each(kb_project: Path, first: str,
     assert all(p.stem not in ("", ".", "..", "index") for p in files)
 
 
+@pytest.mark.slow
+def test_the_site_has_a_page_per_node_beside_the_fleet_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_site_project(tmp_path / "project")
+    monkeypatch.chdir(project)
+    assert (
+        ingest(project, report("gpu/01"), report("gpu_01", gpu={"driver": "535.1"}), report("index"))[0] == 0
+    )
+    built = mkdocs_build(project)
+    assert built.returncode == 0, built.stderr
+    fleet = project / "site" / "fleet"
+    assert "3 nodes, 1 with drift" in (fleet / "index.html").read_text()
+    titles = sorted(
+        page.read_text().split("<title>Node ", 1)[1].split(" ", 1)[0] for page in fleet.glob("*/index.html")
+    )
+    assert titles == ["gpu/01", "gpu_01", "index"]
+
+
 def test_a_node_file_an_older_kbgen_named_is_kept_and_moved(kb_project: Path) -> None:
     """Before, ``gpu/01`` was stored as gpu_01.json, the name the node ``gpu_01`` has now."""
     assert ingest(kb_project, report("gpu/01", when="2026-11-01T10:00:00+00:00"))[0] == 0
