@@ -104,6 +104,8 @@ def _shown(text: str) -> str:
 #: tokens that add no level of nesting: siblings' separators, comparisons (a flat chain), brackets
 #: (counted where they open), and what ends a line
 _FLAT = {",", "and", "or", "in", "is", "==", "!=", "<", "<=", ">", ">=", "(", ")", "[", "]", "{", "}"}
+#: the keywords a condition may hold
+_KEYWORDS = {"and", "or", "not", "in", "is", "True", "False", "None"}
 _LAYOUT = {tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT}
 
 
@@ -112,7 +114,9 @@ def _check_size(condition: str, text: str) -> None:
 
     Nesting is measured on the tokens: every bracket, ``not`` and operator opens a level (an
     over-estimate for some operators, which a condition does not use anyway); ``and``, ``or``
-    and ``,`` start a sibling at the level of the enclosing bracket."""
+    and ``,`` start a sibling at the level of the enclosing bracket. That is sound because the
+    keywords of constructs that bind looser than ``and`` (``lambda``, ``if``/``else``) are
+    refused here, before the parser builds them."""
     if len(condition) > MAX_LENGTH:
         raise CheckSyntaxError(
             f"{_shown(text)}: the condition is {len(condition)} characters long; at most {MAX_LENGTH}"
@@ -134,6 +138,10 @@ def _check_size(condition: str, text: str) -> None:
             raise CheckSyntaxError(f"{_shown(text)}: f-strings are not allowed; write a plain string")
         if tokenize.tok_name[token.type].startswith("FSTRING"):  # Python 3.12+
             raise CheckSyntaxError(f"{_shown(text)}: f-strings are not allowed; write a plain string")
+        if token.type == tokenize.NAME and keyword.iskeyword(word) and word not in _KEYWORDS:
+            raise CheckSyntaxError(
+                f"{_shown(text)}: {word!r} is not allowed; use facts, literals, comparisons, and/or/not"
+            )
         if word in ("(", "[", "{"):
             opened.append((level, group))
             level = group = level + 1
@@ -160,9 +168,7 @@ def _nests(tokens: list[tokenize.TokenInfo], i: int) -> bool:
         return (after is None or after.string != "in") and before != "is"  # ``not in``, ``is not``
     if word in ("-", "+") and before in _OPERAND_STARTS and after and after.type == tokenize.NUMBER:
         return False  # the sign of a number: the number is a leaf, nothing nests under it
-    if token.type == tokenize.OP:
-        return word not in _FLAT
-    return token.type == tokenize.NAME and keyword.iskeyword(word) and word not in _FLAT | set(_CONSTANTS)
+    return token.type == tokenize.OP and word not in _FLAT
 
 
 #: what an operand follows (so a ``-`` after one of these is a sign, not a subtraction)
