@@ -11,7 +11,7 @@ from kbgen.cli.common import one_line, project_of
 
 if TYPE_CHECKING:
     from kbgen.fleet.engines import Task
-    from kbgen.fleet.model import NodeAttempt, NodeView
+    from kbgen.fleet.model import NodeAttempt, NodeRecord, NodeView
     from kbgen.store import Project
 
 
@@ -140,6 +140,10 @@ def _task(
 def ingest(ctx: click.Context, files: tuple[str, ...], engine: str) -> None:
     """Merge `kbgen probe --json` reports made by any engine (one per node).
 
+    A node's report is the one collected last (of two collected at the same
+    time, the one named last); the others stay in its history. When a node
+    has several, ingest says which it kept.
+
     \b
     Example:
       for n in $(cat nodes); do ssh $n kbgen probe --json > reports/$n.json; done
@@ -154,8 +158,31 @@ def ingest(ctx: click.Context, files: tuple[str, ...], engine: str) -> None:
         attempts.append(
             NodeAttempt(node=report.host, engine=engine, at=report.collected_at, status="ok", report=report)
         )
-    save_attempts(project_of(ctx), attempts)
+    records = save_attempts(project_of(ctx), attempts)
+    for line in _kept(attempts, files, records):
+        click.echo(line)
     click.echo(f"merged {len(attempts)} report{'s' if len(attempts) != 1 else ''} into kb/fleet/")
+
+
+def _kept(attempts: list[NodeAttempt], files: tuple[str, ...], records: list[NodeRecord]) -> list[str]:
+    """A line for each node given several reports, or one older than its stored report."""
+    by_node: dict[str, list[int]] = {}
+    for index, attempt in enumerate(attempts):
+        by_node.setdefault(attempt.node, []).append(index)
+    lines = []
+    for node, indexes in by_node.items():
+        newest = records[indexes[-1]].collected_at
+        when = newest.isoformat() if newest else "?"
+        names = ", ".join(one_line(files[i]) for i in indexes)
+        won = [i for i in indexes if (r := attempts[i].report) is not None and r.collected_at == newest]
+        if not won:
+            lines.append(f"{one_line(node)}: kept its stored report (collected {when}), newer than {names}")
+        elif len(indexes) > 1:
+            lines.append(
+                f"{one_line(node)}: {len(indexes)} reports ({names}); kept {one_line(files[won[-1]])}"
+                f" (collected {when}, the newest; of equal times, the one named last)"
+            )
+    return lines
 
 
 @fleet.command("show")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from kbgen.probes.report import ProbeReport, Scalar
 
@@ -25,14 +25,14 @@ class NodeAttempt(_Model):
 
     node: str
     engine: str
-    at: dt.datetime
+    at: AwareDatetime
     status: AttemptStatus
     error: str = ""
     report: ProbeReport | None = None
 
 
 class HistoryItem(_Model):
-    collected_at: dt.datetime
+    collected_at: AwareDatetime
     engine: str
     facts: dict[str, Scalar] = {}
 
@@ -44,7 +44,7 @@ class NodeHead(BaseModel):
 
     node: str
     engine: str = ""
-    collected_at: dt.datetime | None = None
+    collected_at: AwareDatetime | None = None
     facts: dict[str, Scalar] = {}
     last_attempt: NodeAttempt | None = Field(default=None, description="the newest try, report left out")
 

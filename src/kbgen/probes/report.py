@@ -6,10 +6,9 @@ meaning or disappears (adding a field does not change it).
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from kbgen.models import ProbeStatus
 
@@ -55,7 +54,8 @@ class TorchImport(_Model):
 class ProbeReport(_Model):
     schema_version: Literal[1] = SCHEMA_VERSION
     kbgen_version: str
-    collected_at: dt.datetime
+    #: with its UTC offset, so reports from nodes in any time zone compare
+    collected_at: AwareDatetime
     host: str
     python: Interpreter
     interpreter_error: str | None = Field(
