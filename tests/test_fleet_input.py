@@ -137,11 +137,11 @@ def test_a_time_without_a_utc_offset_is_refused(kb_project: Path) -> None:
     assert code == 1
     assert out.startswith(
         "Error: reports/naive.json: not a `kbgen probe --json` report: collected_at: "
-        "Input should have timezone info\n"
+        "needs a UTC offset (e.g. +00:00)\n"
     )
     assert (kb_project / FLEET / "gpu01.json").read_bytes() == before
     code, out = ingest(kb_project, report("gpu02", when="2026-11-21T10:00:00"), names=["naive.json"])
-    assert code == 1 and "collected_at: Input should have timezone info" in out
+    assert code == 1 and "collected_at: needs a UTC offset (e.g. +00:00)" in out
     assert not (kb_project / FLEET / "gpu02.json").exists()
 
 
@@ -158,7 +158,7 @@ def test_a_node_file_with_a_time_without_offset_is_a_warning_of_that_file(kb_pro
     data, warnings = show_json(kb_project)
     assert [n["host"] for n in data["nodes"]] == ["gpu01"]
     assert warnings == (
-        "warning: kb/fleet/gpu02.json: collected_at: Input should have timezone info\n"
+        "warning: kb/fleet/gpu02.json: collected_at: needs a UTC offset (e.g. +00:00)\n"
         "  hint: delete it and probe again\n"
     )
 
@@ -175,7 +175,7 @@ def test_the_site_builds_with_a_node_file_whose_time_has_no_offset(
     assert built.returncode == 0, built.stderr
     assert "Traceback" not in built.stderr
     page = (project / "site" / "fleet" / "index.html").read_text()
-    assert "kb/fleet/gpu02.json" in page and "timezone info" in page
+    assert "kb/fleet/gpu02.json" in page and "needs a UTC offset" in page
 
 
 # --------------------------------------------------------------------------- nesting and numbers

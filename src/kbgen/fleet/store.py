@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from kbgen import fileio
 from kbgen.errors import KbgenError, relpath
+from kbgen.fieldwords import describe_error
 from kbgen.fleet.facts import key_facts
 from kbgen.fleet.model import HISTORY_LIMIT, HistoryItem, NodeAttempt, NodeHead, NodeRecord
 from kbgen.probes.report import ProbeReport
@@ -118,7 +119,7 @@ def parse_report(text: str, origin: str) -> ProbeReport:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         raise KbgenError(
-            f"{origin}: not a `kbgen probe --json` report: {where}: {first['msg']}",
+            f"{origin}: not a `kbgen probe --json` report: {where}: {describe_error(first)}",
             hint="make the file with `kbgen probe --json > NODE.json` on the node",
         ) from None
 
@@ -142,7 +143,7 @@ def read_node(path: Path, model: type[NodeHead] = NodeRecord) -> NodeHead:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"
         raise KbgenError(
-            f"{relpath(path)}: {where}: {first['msg']}", hint="delete it and probe again"
+            f"{relpath(path)}: {where}: {describe_error(first)}", hint="delete it and probe again"
         ) from None
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kbgen import clock
 from kbgen.errors import KbgenError
+from kbgen.fieldwords import describe_error
 from kbgen.importer.fields import (
     USED_KEYS,
     assignee_of,
@@ -148,7 +149,7 @@ def _check(draft: Draft, path: Path) -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise KbgenError(f"{path}: {where}: {first['msg']}; nothing was written") from None
+        raise KbgenError(f"{path}: {where}: {describe_error(first)}; nothing was written") from None
 
 
 # --------------------------------------------------------------------------- body
