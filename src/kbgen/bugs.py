@@ -164,7 +164,7 @@ def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Pat
             title=title,
             created=now,
             updated=now,
-            status=Status.open,
+            status=Status.duplicate if new.duplicate_of else Status.open,
             severity=new.severity,
             error=new.error,
             message=message,

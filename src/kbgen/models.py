@@ -1,7 +1,4 @@
-"""Pydantic models of every KB record. No I/O here: the store reads and writes files.
-
-Every model forbids unknown keys, so a typo in a frontmatter key is an error, not silence.
-"""
+"""Pydantic models of every KB record, with no I/O; unknown keys are errors, not silence."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ from pydantic import (
 
 from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
 from kbgen.keyfacts import KEY_FACT_KEYS
-from kbgen.seen.fingerprint import Fingerprint
+from kbgen.seen.records import Fingerprint, Occurrence
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$"
 BUG_ID_RE = r"^BUG-([0-9]{8})-([0-9]{3,})$"  # [0-9], not \d: other scripts' digits are no id
@@ -334,16 +331,6 @@ class Event(Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class Occurrence(Strict):
-    """One more time a bug's crash was seen: where, when, running what, and how it ended."""
-
-    at: Moment
-    host: Annotated[str, StringConstraints(max_length=200)] | None = None
-    command: Annotated[str, StringConstraints(max_length=2000)] | None = None
-    exit_status: int | None = None
-    by: Annotated[str, StringConstraints(max_length=200)] | None = None
-
-
 class Bug(Record):
     id: BugId
     title: Annotated[str, StringConstraints(min_length=1, max_length=300)]
@@ -366,10 +353,8 @@ class Bug(Record):
     assignee: str | None = None
     aliases: list[BugId] = []
     history: list[Event] = []
-    fingerprint: Fingerprint | None = Field(
-        default=None, description="what the crash looks like with a rerun's surface changes taken out"
-    )
-    occurrences: list[Occurrence] = Field(default=[], description="each later time the same crash was seen")
+    fingerprint: Fingerprint | None = None
+    occurrences: list[Occurrence] = []
     duplicate_of: BugId | None = None
 
     @model_validator(mode="before")

@@ -147,13 +147,20 @@ def run(ctx: click.Context, command: tuple[str, ...], file_bug: bool, python: st
     from kbgen.errors import KbgenError
 
     try:
-        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python)
+        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python, (argv, outcome.status))
     except KbgenError as exc:  # the command's own status still wins
         click.echo(f"Error: {exc}", err=True)
     ctx.exit(outcome.status)
 
 
-def _after_failure(ctx: click.Context, text: str, file_bug: bool, python: str | None) -> None:
+def _after_failure(
+    ctx: click.Context,
+    text: str,
+    file_bug: bool,
+    python: str | None,
+    ran: tuple[list[str], int | None] = ([], None),
+) -> None:
+    from kbgen.seen.run import seen_before
     from kbgen.triage import triage_text
 
     loaded = load_clean_kb(ctx)
@@ -163,6 +170,8 @@ def _after_failure(ctx: click.Context, text: str, file_bug: bool, python: str | 
         click.echo(f"kbgen: looks like {best.error} ({best.title}).", err=True)
     else:
         click.echo("kbgen: no known error type matches the output.", err=True)
+    if seen_before(loaded, report, file_bug, ran):
+        return
     if not file_bug:
         if not sys.stdin.isatty():
             click.echo("kbgen: run with --file-bug to write a bug report for it.", err=True)
