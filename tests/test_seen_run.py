@@ -88,3 +88,21 @@ def test_new_bug_can_be_filed_as_a_duplicate(kb_project: Path, base_layer: None)
     second = json.loads(out.splitlines()[-1])["id"]
     (dup,) = [b for b in _bugs(kb_project) if b["id"] == second]
     assert dup["duplicate_of"] == first and dup["status"] == "duplicate"
+
+
+def test_migrate_adds_a_fingerprint_to_an_old_bug(kb_project: Path, base_layer: None) -> None:
+    log = kb_project / "crash.log"
+    log.write_text("ModuleNotFoundError: No module named 'mmcv._ext'\n", encoding="utf-8")
+    bug_id = json.loads(run("new-bug", "--from-log", str(log), "--json")[1].splitlines()[-1])["id"]
+    (path,) = (kb_project / "kb" / "bugs").glob(f"{bug_id}*.md")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    start = lines.index("fingerprint:")
+    end = start + 1
+    while lines[end].startswith((" ", "- ")):
+        end += 1
+    path.write_text("\n".join(lines[:start] + lines[end:]), encoding="utf-8")  # as older kbgen wrote it
+    assert next(b for b in _bugs(kb_project) if b["id"] == bug_id)["fingerprint"] is None
+    code, out = run("migrate")
+    assert code == 0 and "upgraded fingerprint" in out, out
+    (bug,) = [b for b in _bugs(kb_project) if b["id"] == bug_id]
+    assert bug["fingerprint"]["names"] == ["name:mmcv._ext"]
