@@ -121,6 +121,7 @@ def test_triage_json_ranks_best_first(project: Path) -> None:
     data = json.loads(result.stdout)
     # each match carries its causes, ranked with the environment the log shows (none here)
     assert all(isinstance(m.pop("causes"), list) for m in data["matches"])
+    assert data.pop("known_bugs") == []  # the project has filed no bug with this crash
     assert data == {
         "source": "train.log",
         "lines": 2,

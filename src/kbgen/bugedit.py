@@ -205,11 +205,16 @@ def migrate_bug(kb: Kb, entry: Entry[Bug]) -> list[str]:
         progress = _decided_steps(kb, bug)
         if progress != bug.progress:
             changes["progress"] = progress
+        if bug.fingerprint is None and bug.message:
+            from kbgen.seen.fingerprint import fingerprint_of
+
+            changes["fingerprint"] = fingerprint_of(bug.message)
         if not changes:
             return {}
         what = " and ".join(
             (["one environment per machine"] if "environments" in changes else [])
             + (["what decides each step"] if "progress" in changes else [])
+            + (["a fingerprint"] if "fingerprint" in changes else [])
         )
         event = _event(EventKind.migrated, note=f"upgraded by kbgen migrate: {what}")
         rewritten[:] = sorted(changes)

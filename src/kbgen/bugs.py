@@ -21,6 +21,7 @@ from kbgen.fileio import Unreadable, locked, locked_folder, read_limited
 from kbgen.models import BUG_ID_RE, Bug, Event, EventKind, ProgressStep, Severity, Status, StepState
 from kbgen.redact import redact_text
 from kbgen.roundtrip import compose, key_order, splice
+from kbgen.seen.fingerprint import fingerprint_of
 from kbgen.store import Entry, Kb, Project, atomic_write, check_id, encode, entry_files
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class NewBug:
     message: str | None = None
     repro: str | None = None
     date: dt.date | None = None
+    duplicate_of: str | None = None
 
 
 def parse_date(value: str) -> dt.date:
@@ -162,10 +164,12 @@ def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Pat
             title=title,
             created=now,
             updated=now,
-            status=Status.open,
+            status=Status.duplicate if new.duplicate_of else Status.open,
             severity=new.severity,
             error=new.error,
             message=message,
+            fingerprint=fingerprint_of(message) if message else None,
+            duplicate_of=new.duplicate_of,
             repro=new.repro,
             tags=new.tags,
             assignee=new.assignee,

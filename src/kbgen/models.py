@@ -1,7 +1,4 @@
-"""Pydantic models of every KB record. No I/O here: the store reads and writes files.
-
-Every model forbids unknown keys, so a typo in a frontmatter key is an error, not silence.
-"""
+"""Pydantic models of every KB record, with no I/O; unknown keys are errors, not silence."""
 
 from __future__ import annotations
 
@@ -22,6 +19,7 @@ from pydantic import (
 
 from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
 from kbgen.keyfacts import KEY_FACT_KEYS
+from kbgen.seen.records import Fingerprint, Occurrence
 from kbgen.vocab import CLOSED_STATUSES as CLOSED_STATUSES
 from kbgen.vocab import AttemptOutcome as AttemptOutcome
 from kbgen.vocab import Likelihood as Likelihood
@@ -306,6 +304,9 @@ class Bug(Record):
     assignee: str | None = None
     aliases: list[BugId] = []
     history: list[Event] = []
+    fingerprint: Fingerprint | None = None
+    occurrences: list[Occurrence] = []
+    duplicate_of: BugId | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -167,15 +167,22 @@ def run(
     try:
         file_by_default = not outcome.interrupted  # after Ctrl-C filing is offered, not assumed
         text = outcome.report_text()
-        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python, file_by_default)
+        ran = (argv, outcome.status)
+        _after_failure(ctx, text, file_bug, runcmd.python_of(argv) or python, ran, file_by_default)
     except KbgenError as exc:  # the command's own status still wins
         click.echo(f"Error: {exc}", err=True)
     ctx.exit(outcome.status)
 
 
 def _after_failure(
-    ctx: click.Context, text: str, file_bug: bool, python: str | None, default: bool = True
+    ctx: click.Context,
+    text: str,
+    file_bug: bool,
+    python: str | None,
+    ran: tuple[list[str], int | None] = ([], None),
+    default: bool = True,
 ) -> None:
+    from kbgen.seen.run import seen_before
     from kbgen.triage import triage_text
 
     loaded = load_clean_kb(ctx)
@@ -185,6 +192,8 @@ def _after_failure(
         click.echo(f"kbgen: looks like {best.error} ({best.title}).", err=True)
     else:
         click.echo("kbgen: no known error type matches the output.", err=True)
+    if seen_before(loaded, report, file_bug, ran):
+        return
     if not file_bug:
         if not sys.stdin.isatty():
             click.echo("kbgen: run with --file-bug to write a bug report for it.", err=True)

@@ -144,6 +144,7 @@ def _causes_and_fixes(bug: Any) -> list[str]:
     type=click.Choice(OUTCOMES),
     help="How the --fix went. Default: worked for fixed/verified, pending otherwise.",
 )
+@click.option("--of", "of", metavar="BUG-ID", help="With duplicate: the bug this one duplicates.")
 @click.option("--json", "as_json", is_flag=True, help="Print the bug's id and old and new status as JSON.")
 @click.pass_context
 def status(ctx: click.Context, /, bug_id: str, new_status: str, **opts: Any) -> None:
@@ -166,13 +167,26 @@ def status(ctx: click.Context, /, bug_id: str, new_status: str, **opts: Any) -> 
 
     if opts["outcome"] and not opts["fix_id"]:
         raise click.UsageError("--outcome goes with --fix FIX-ID")
+    if opts["of"] and new_status.lower() != "duplicate":
+        raise click.UsageError("--of BUG-ID goes with the status duplicate")
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
     old = entry.record.status.value
     outcome = AttemptOutcome(opts["outcome"]) if opts["outcome"] else None
-    changed = set_status(
-        kb, entry, Status(new_status), opts["note"], cause=opts["cause"], fix=opts["fix_id"], outcome=outcome
-    )
+    if opts["of"]:
+        from kbgen.seen.occurrences import mark_duplicate
+
+        changed = mark_duplicate(kb, entry, opts["of"], opts["note"])
+    else:
+        changed = set_status(
+            kb,
+            entry,
+            Status(new_status),
+            opts["note"],
+            cause=opts["cause"],
+            fix=opts["fix_id"],
+            outcome=outcome,
+        )
     if opts["as_json"]:
         click.echo(json.dumps({"id": entry.record.id, "from": old, "to": new_status, "changed": changed}))
     elif not changed:

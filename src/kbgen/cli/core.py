@@ -146,6 +146,9 @@ def _print_problems(
 @click.option(
     "--open", "open_editor", is_flag=True, help="Open the new file in $EDITOR (in a terminal only)."
 )
+@click.option(
+    "--duplicate-of", "duplicate_of", metavar="BUG-ID", help="File it closed, as a duplicate of this bug."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the new bug's id and file as JSON.")
 @click.pass_context
 def new_bug(ctx: click.Context, /, **opts: Any) -> None:
@@ -169,6 +172,11 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
     kb = load_clean_kb(ctx)
     if opts["from_log"]:
         _fill_from_log(opts, kb)
+    from kbgen.seen.newbug import duplicate_target, warn_if_known
+
+    target = duplicate_target(kb, opts["duplicate_of"])
+    if target is None and opts["message"]:
+        warn_if_known(kb, opts["message"], opts["error_id"])
     _ask_for_missing(opts, kb)
     new = NewBug(
         title=opts["title"].strip(),
@@ -179,6 +187,7 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
         message=opts["message"],
         repro=opts["repro"],
         date=parse_date(opts["day"]) if opts["day"] else None,
+        duplicate_of=target,
     )
     bug_id, path = create_bug(kb, new, template=_bug_template(kb.project))
     if opts["from_log"] and opts["from_log"] != "-":

@@ -45,16 +45,23 @@ def triage(ctx: click.Context, log: str, as_json: bool, top: int) -> None:
     if kb.problems:
         files = len({p.path for p in kb.problems})
         click.echo(f"warning: {files} KB file(s) could not be loaded; `kbgen validate` lists why", err=True)
+    from kbgen.seen.known import known_for_report, seen_line
+
     done = triage_with_environment(log, kb)
     report = done.report
     for skipped in report.skipped:
         click.echo(f"warning: {skipped.where}: signature skipped: {skipped.reasons[0]}", err=True)
+    known = known_for_report(kb, report)
     if as_json:
         data = report.model_dump(mode="json", include={"source", "lines", "matches", "skipped"})
         data["matches"] = data["matches"][:top]
         _add_environment(data, done, kb)
+        data["known_bugs"] = [k.model_dump(mode="json") for k in known]
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
+    for k in known:
+        if k.same:
+            click.echo(seen_line(kb.bugs[k.id].record) + "\n")
     _print_report(report, kb, top, log)
     _print_environment(done, kb)
 

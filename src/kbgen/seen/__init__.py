@@ -1,0 +1,1 @@
+"""Seen before: fingerprints of crashes, and the bugs a new crash is the same as."""
