@@ -209,3 +209,15 @@ def test_an_alias_that_is_a_live_bugs_id_is_reported_however_it_arose(kb_project
         "kb/bugs/BUG-20251110-001.md:11: aliases.0: BUG-20251109-002 is also the id of "
         "kb/bugs/BUG-20251109-002.md; links and `kbgen show BUG-20251109-002` reach that bug"
     ) in out
+
+
+def test_duplicate_of_must_name_a_bug_that_exists(kb_project: Path) -> None:
+    edit(
+        kb_project,
+        "kb/bugs/BUG-20251109-002.md",
+        "tags: [loss]",
+        "tags: [loss]\nduplicate_of: BUG-20251109-009",
+    )
+    code, out = run("validate")
+    assert code == 1
+    assert "kb/bugs/BUG-20251109-002.md:11: duplicate_of: " in out and "BUG-20251109-009" in out

@@ -138,6 +138,8 @@ def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
         yield ("repro",), "probe", bug.repro
     for i, other in enumerate(bug.related):
         yield ("related", i), "bug", other
+    if bug.duplicate_of:
+        yield ("duplicate_of",), "bug", bug.duplicate_of
 
 
 def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
@@ -343,10 +345,9 @@ def check_bug_status(kb: Kb, entry: Entry[Bug]) -> Iterator[Problem]:
             )
     yield from _closed_without_why(kb, entry)
     yield from _old_shape(kb, entry)
-    if bug.status == Status.duplicate and not bug.related:
-        yield _at(
-            kb, entry, ("status",), "a duplicate should name the bug it duplicates in `related`", "warning"
-        )
+    if bug.status == Status.duplicate and not (bug.duplicate_of or bug.related):
+        message = "a duplicate should name the bug it duplicates: `kbgen status ID duplicate --of OTHER`"
+        yield _at(kb, entry, ("status",), message, "warning")
     if bug.confirmed_causes and bug.status == Status.open:
         yield _at(
             kb,

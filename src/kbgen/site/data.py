@@ -188,6 +188,20 @@ class SiteData:
         times = [f.when for f in bug.findings if f.when is not None]
         return max(times) if times else (bug.primary.collected_at if bug.primary else None)
 
+    def seen(self, bug: Bug) -> tuple[int, int]:
+        """(times, machines): the first crash plus every occurrence `kbgen run` recorded, and on
+        how many distinct machines (the failing machine and the occurrences' hosts)."""
+        hosts = {o.host for o in bug.occurrences if o.host}
+        if bug.primary is not None:
+            hosts.add(bug.primary.host)
+        return 1 + len(bug.occurrences), len(hosts)
+
+    def most_seen(self, limit: int = 10) -> list[Bug]:
+        """Bugs whose crash came back, most occurrences first (then the latest occurrence)."""
+        again = [b for b in self.bugs.values() if b.occurrences]
+        again.sort(key=lambda b: (len(b.occurrences), max(o.at for o in b.occurrences)), reverse=True)
+        return again[:limit]
+
     def open_matrix(self) -> list[tuple[Status, list[int], int]]:
         """Open bugs counted by status (rows) and severity (columns, most severe first)."""
         counts = Counter((b.status, b.severity) for b in self.bugs.values() if self.is_open(b))

@@ -173,6 +173,7 @@ def _bug_deps(site: SiteData, bug: Any) -> list[str]:
         *(site.digest("cause", c) for c in causes),
         *(site.digest("fix", f) for f in [*fixes, *(a.fix for a in bug.fixes_tried)]),
         *(site.digest("bug", b) for b in site.related_bugs.get(bug.id, [])),
+        site.digest("bug", bug.duplicate_of or ""),
     ]
 
 
