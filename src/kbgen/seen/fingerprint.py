@@ -17,7 +17,9 @@ a later change of these rules can be told from an old fingerprint and recomputed
 from __future__ import annotations
 
 import re
+from typing import Any
 
+import re2
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["FINGERPRINT_VERSION", "Fingerprint", "fingerprint_of", "normalise"]
@@ -47,31 +49,38 @@ class Fingerprint(BaseModel):
         return bool(self.names or self.user_frames or self.library_frames)
 
 
-_PREFIX = re.compile(
+def _re(pattern: str) -> Any:
+    """Compiled with RE2, which runs in time linear in the text: these patterns read whatever a
+    crashed program printed, and Python's backtracking engine takes quadratic time or worse on
+    a long run of slashes or word characters."""
+    return re2.compile(pattern)
+
+
+_PREFIX = _re(
     r"^\s*(?:\[rank\d+\]:|\[\d{4}-\d\d-\d\d[ T][\d:.,]+\]"
     r"|\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+)?"
     r"|[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \S+ \S+\[\d+\]:|\d+:|rank\s*\d+\s*:)\s*"
 )
-_EXC = re.compile(
+_EXC = _re(
     r"^\s*(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt|Warning))\s*:\s*(?P<msg>.*)$"
 )
-_PY_FRAME = re.compile(r'File "(?P<path>[^"]+)",\s*line\s*\d+(?:, in (?P<func>[\w.<>]+))?')
-_RICH_FRAME = re.compile(r"(?P<path>[\w/\\.~:<>-]+\.py):\d+ in (?P<func>[\w.<>]+)")
-_LIBRARY = re.compile(r"site-packages|dist-packages|[/\\]lib[/\\]python\d|<frozen|importlib", re.I)
-_SO = re.compile(r"(?P<stem>[\w.+-]+?)(?:\.cpython-[\w-]+|\.abi3)?\.so(?P<ver>(?:\.\d+)*)\b")
-_QUOTED = re.compile(r"""['`"](?P<q>[A-Za-z_][\w.:/-]{2,80})['`"]""")
-_OPERATOR = re.compile(r"\b(?P<op>[a-z_]\w*::\w+)\b")
-_ERRORISH = re.compile(r"error|out of memory|undefined symbol|failed|cannot|no module", re.I)
-_SYMBOL = re.compile(r"\b_Z\w+")
-_SUBS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"https?://\S+"), "<url>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\~][\w.+<>@-]*)+[/\\][\w.+<>@-]+"), "<path>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<addr>"),
-    (re.compile(r"\b\d{4}-\d\d-\d\d[ T_][\d:.,_]+\b"), "<time>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes?)\b", re.I), "<size>"),
-    (re.compile(r"\b(?:cuda:|gpu\s|device\s|rank\s?)\d+\b", re.I), "<dev>"),
-    (re.compile(r"\b(\d+)\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+\w+)?\b"), r"\1.x"),
-    (re.compile(r"\b\d+\b"), "<n>"),
+_PY_FRAME = _re(r'File "(?P<path>[^"]+)",\s*line\s*\d+(?:, in (?P<func>[\w.<>]+))?')
+_RICH_FRAME = _re(r"(?P<path>[\w/\\.~:<>-]+\.py):\d+ in (?P<func>[\w.<>]+)")
+_LIBRARY = _re("(?i)" + r"site-packages|dist-packages|[/\\]lib[/\\]python\d|<frozen|importlib")
+_SO = _re(r"(?P<stem>[\w.+-]+?)(?:\.cpython-[\w-]+|\.abi3)?\.so(?P<ver>(?:\.\d+)*)\b")
+_QUOTED = _re(r"""['`"](?P<q>[A-Za-z_][\w.:/-]{2,80})['`"]""")
+_OPERATOR = _re(r"\b(?P<op>[a-z_]\w*::\w+)\b")
+_ERRORISH = _re("(?i)" + r"error|out of memory|undefined symbol|failed|cannot|no module")
+_SYMBOL = _re(r"\b_Z\w+")
+_SUBS: list[tuple[Any, str]] = [
+    (_re(r"https?://\S+"), "<url>"),
+    (_re(r"(?:[A-Za-z]:)?(?:[/\\~][\w.+<>@-]*)+[/\\][\w.+<>@-]+"), "<path>"),
+    (_re(r"\b0x[0-9a-fA-F]+\b"), "<addr>"),
+    (_re(r"\b\d{4}-\d\d-\d\d[ T_][\d:.,_]+\b"), "<time>"),
+    (_re("(?i)" + r"\b\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes?)\b"), "<size>"),
+    (_re("(?i)" + r"\b(?:cuda:|gpu\s|device\s|rank\s?)\d+\b"), "<dev>"),
+    (_re(r"\b(\d+)\.\d+(?:\.\d+)*(?:[a-z]+\d*)?(?:\+\w+)?\b"), r"\1.x"),
+    (_re(r"\b\d+\b"), "<n>"),
 ]
 
 
