@@ -83,10 +83,10 @@ _AUTH_NAME = r"(?:[A-Za-z0-9_.-]*[_.-])?auth"
 # '…', "…", and bash's $'…' and $"…"
 _QUOTED_VALUE = r"\$?(?:\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*')"
 _BARE_VALUE = r"[^\s'\",;&}<>]{3,}"
-# a word of a command line: quoted, or anything up to a space that is not an option
-_ARG = rf"(?:{_QUOTED_VALUE}|[^\s\"'-]\S*)"
+# a word of a command line: quoted, or anything up to a space or quote that is not an option
+_ARG = rf"(?:{_QUOTED_VALUE}|[^\s\"'-][^\s\"']*)"
 # the rest of a command up to an option: stays inside the command (no | ; & or new line)
-_REST = r"[ \t](?:[^\n|;&]*?[ \t])?"
+_REST = r"[ \t](?:[^\n|;&]*?[ \t])??"
 _PEM_END = r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
 _PEM = (
     rf"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:{_PEM_END}|\z)"
