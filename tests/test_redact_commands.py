@@ -7,11 +7,12 @@ The samples (tests/redact_samples.py) go through the commands as a user runs the
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import BUG_ID, bug_path, kbgen, run
+from conftest import BUG_ID, KBGEN, bug_path, kbgen, run
 from redact_samples import KINDS, leaks, sample
 
 ERROR_LINE = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -72,3 +73,18 @@ def test_a_hostile_line_does_not_stall_validate_or_import(kb_project: Path) -> N
     (imported,) = set((kb_project / "kb" / "bugs").iterdir()) - {path}
     text = imported.read_text(encoding="utf-8")
     assert "DB_PASSWORD=<redacted>" in text and "Tr4x9" not in text
+
+
+def test_an_argument_with_an_undecodable_byte_is_redacted_not_a_traceback(kb_project: Path) -> None:
+    # Python hands such a byte over as a lone surrogate, which UTF-8 (and so RE2) cannot carry
+    done = subprocess.run(
+        [*KBGEN, "new-bug", "--title", b"bad \xff byte password=hunter2pw"],
+        cwd=kb_project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    text = written(kb_project)
+    assert "title: bad \ufffd byte password=<redacted>" in text and "hunter2pw" not in text

@@ -257,15 +257,18 @@ def find_secrets(text: str) -> list[tuple[int, str]]:
     secrets, pem, index = _patterns()
     found = []
     if "PRIVATE KEY" in text:  # in both of the key block's shapes
-        found = [(text.count("\n", 0, m.start()) + 1, _KINDS["pem"]) for m in pem.finditer(text)]
+        line, counted = 1, 0
+        for m in pem.finditer(text):
+            line, counted = line + text.count("\n", counted, m.start()), m.start()
+            found.append((line, _KINDS["pem"]))
     line, counted = 1, 0
     for m in secrets.finditer(text):
         kinds: list[str] = []
         _swap(_Groups(m, index), m.group(0), kinds)
         if kinds:
-            # each match ends with its secret (it may start on a line before)
-            line += text.count("\n", counted, m.end() - 1)
-            counted = m.end() - 1
+            # each match ends with its secret (it may start on a line before); lines are counted
+            # on from the last match, never from the top again
+            line, counted = line + text.count("\n", counted, m.end() - 1), m.end() - 1
             found.extend((line, _KINDS[kind]) for kind in kinds)
     return sorted(set(found))
 
@@ -346,9 +349,13 @@ def _user_name() -> str:
 
 
 def _encodable(text: str) -> str:
-    """``text`` as UTF-8 can carry it: a lone surrogate (from undecodable bytes) becomes ``?``."""
+    """``text`` as UTF-8 (and so RE2) can carry it: a lone surrogate, which is how Python hands
+    over an undecodable byte of a command-line argument, becomes U+FFFD."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
+        return _SURROGATE.sub("\ufffd", text)
     return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
