@@ -213,6 +213,14 @@ def test_an_issue_listed_twice_is_imported_once_and_again_not_at_all(kb_project:
     assert {p: p.read_bytes() for p in (kb_project / "kb").rglob("*") if p.is_file()} == before
 
 
+def test_a_label_that_looks_like_an_issue_tag_marks_no_other_issue(kb_project: Path) -> None:
+    labelled = issue(1, labels=[{"name": "GitHub 3"}, {"name": "gpu"}])
+    assert invoke("import", "--github", write_list(kb_project, [labelled])).exit_code == 0
+    later = invoke("import", "--github", write_list(kb_project, [issue(3)], name="later.json"))
+    assert later.output == "#3: wrote BUG-20251120-002 kb/bugs/BUG-20251120-002-issue-3.md\n"
+    assert load_kb(find_project(kb_project)).bugs["BUG-20251120-001"].record.tags == ["gpu", "github-1"]
+
+
 def test_batches_keep_the_lists_order_and_take_ids_in_turn(
     kb_project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

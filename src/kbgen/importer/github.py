@@ -43,6 +43,7 @@ BATCH = 500
 MAX_TITLE = 300  # as the Bug model allows
 MAX_MESSAGE = 8000
 _TRIES = 10
+_ISSUE_TAG = re.compile(r"github-[0-9]+")
 
 
 @dataclass
@@ -154,6 +155,7 @@ class GithubImport:
             error = log.error if log else None
         labels = [redact_text(label, user="").lower() for label in issue.label_names()]
         tags = [t for t in (re.sub(r"[^a-z0-9-]+", "-", label).strip("-")[:60] for label in labels) if t]
+        tags = [t for t in tags if not _ISSUE_TAG.fullmatch(t)]  # a label must not mark another issue
         severity = values.get("severity", "").strip().lower()
         title = redact_text((issue.title or "").strip(), user="") or (log.title if log else "")
         message = log.message if log and log.message else redact_text(values.get("message", ""), user="")
