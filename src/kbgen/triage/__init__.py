@@ -175,12 +175,10 @@ def triage_log(source: str, kb: Kb) -> TriageReport:
     return TriageReport(source=name, lines=scan.lines, matches=matches, skipped=skipped, tail=scan.tail)
 
 
-def triage_text(text: str, kb: Kb, name: str = "<text>") -> TriageReport:
-    """Rank the error types a piece of text (an error message, a pasted traceback) shows."""
-    return _triage_text(text, kb, name, Compiled.of(kb))
-
-
-def _triage_text(text: str, kb: Kb, name: str, compiled: Compiled) -> TriageReport:
+def triage_text(text: str, kb: Kb, name: str = "<text>", compiled: Compiled | None = None) -> TriageReport:
+    """Rank the error types a piece of text (an error message, a pasted traceback) shows;
+    ``compiled``: the KB's signatures, built once when many texts are triaged in a row."""
+    compiled = compiled or Compiled.of(kb)
     stream = io.BytesIO(text.encode("utf-8", errors="replace"))
     scan = scan_stream(stream, name, compiled.signatures, compiled.screen)
     matches = rank(scan, kb)
@@ -314,7 +312,7 @@ def draft_from_log(source: str, kb: Kb) -> LogDraft:
 def draft_from_text(text: str, kb: Kb, name: str, compiled: Compiled) -> LogDraft:
     """:func:`draft_from_log` for a log held in memory, with signatures compiled once
     (``kbgen import --github`` drafts thousands of bugs from one KB)."""
-    return _draft(_triage_text(text, kb, name, compiled))
+    return _draft(triage_text(text, kb, name, compiled))
 
 
 def _draft(report: TriageReport) -> LogDraft:
