@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from kbgen.errors import KbgenError
 from kbgen.fileio import Unreadable, read_limited
@@ -44,6 +44,11 @@ class Label(BaseModel):
 
     name: Text = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, data: Any) -> Any:
+        return {"name": data} if isinstance(data, str) else data  # "bug" for {"name": "bug"}
+
 
 class Issue(BaseModel):
     """The fields of one issue kbgen reads; any other field gh prints is ignored."""
@@ -53,11 +58,11 @@ class Issue(BaseModel):
     number: StrictInt = Field(ge=1, lt=2**63)
     title: Text | None = None
     body: Text | None = None
-    labels: list[Label | Text] | None = None
+    labels: list[Label] | None = None
     created_at: dt.datetime | None = Field(default=None, alias="createdAt")
 
     def label_names(self) -> list[str]:
-        return [label if isinstance(label, str) else label.name for label in self.labels or []]
+        return [label.name for label in self.labels or []]
 
 
 @dataclass
