@@ -121,7 +121,7 @@ def _clip(text: str, width: int = 160) -> str:
     metavar="FILE.json",
     help="Import GitHub issues filed through the gpu-failure form, from the JSON "
     "`gh issue list --json number,title,body,labels,createdAt` prints (- reads standard input; "
-    "at most 64 MiB). Each issue is imported once; exit status 1 when one was not.",
+    "at most 64 MiB). Each issue is imported once; exit status 1 when one is refused.",
 )
 @click.pass_context
 def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, github: str | None) -> None:

@@ -42,6 +42,7 @@ NO_RESPONSE = "_No response_"
 BATCH = 500
 MAX_TITLE = 300  # as the Bug model allows
 MAX_MESSAGE = 8000
+MAX_REPORT = 1024 * 1024  # characters of a pasted report; a real one is a few KB
 _TRIES = 10
 _ISSUE_TAG = re.compile(r"github-[0-9]+")
 
@@ -181,7 +182,7 @@ class GithubImport:
 
     def _create(self, ready: list[_Ready]) -> dict[int, Imported]:
         """Write the drafts under fresh ids; a name that appeared meanwhile gets the next id."""
-        from kbgen.fileio import create_files
+        from kbgen.fileio import check_size, create_files
 
         done: dict[int, Imported] = {}
         for _ in range(_TRIES):
@@ -191,14 +192,15 @@ class GithubImport:
                 staged = []
                 for step in ready:
                     bug_id = claims.next_id(step.draft.day)
+                    name = f"{bug_id}-{step.draft.slug}.md" if step.draft.slug else f"{bug_id}.md"
                     try:
-                        text = step.draft.render(bug_id)
+                        data = step.draft.render(bug_id).encode("utf-8")
+                        check_size(claims.folder / name, data)
                     except KbgenError as exc:
                         claims.release(bug_id)
                         done[id(step)] = Imported(step.name, "refused", message=str(exc))
                         continue
-                    name = f"{bug_id}-{step.draft.slug}.md" if step.draft.slug else f"{bug_id}.md"
-                    staged.append((step, bug_id, claims.folder / name, text.encode("utf-8")))
+                    staged.append((step, bug_id, claims.folder / name, data))
                 taken = set(create_files([(path, data) for _, _, path, data in staged]))
                 ready = [step for step, _, path, _ in staged if path in taken]
                 written = [(step, bug_id, path) for step, bug_id, path, _ in staged if path not in taken]
@@ -246,7 +248,7 @@ def pasted_report(text: str | None) -> ProbeReport | None:
     from kbgen.fleet.store import scrub
     from kbgen.probes.report import ProbeReport
 
-    if not text or not text.lstrip().startswith("{"):
+    if not text or not text.lstrip().startswith("{") or len(text) > MAX_REPORT:
         return None
     try:
         data: Any = scrub(json.loads(text))
