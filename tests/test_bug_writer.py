@@ -111,9 +111,27 @@ FULL = {
     "progress": [{"id": "check-gpu", "title": "GPU works", "probe": "gpu", "decided_by": "manual"}],
     "repro": "gpu",
     "related": ["BUG-20251109-002"],
+    "duplicate_of": "BUG-20251109-002",
     "tags": ["loss", "no", "3.10", "a, b", "[x]", "{y}", "#c", "k: v", "- d", "?", "ü"],
     "assignee": "mina",
     "aliases": ["BUG-20251120-004"],
+    "fingerprint": {
+        "version": 1,
+        "exception": "AcceleratorError",
+        "message": "CUDA error: an illegal memory access was encountered",
+        "names": ["libtorch_cuda"],
+        "user_frames": ["bce_loss.py:forward"],
+        "library_frames": ["torch/nn/modules/module.py:_call_impl"],
+    },
+    "occurrences": [
+        {
+            "at": dt.datetime(2025, 11, 22, 8, 0, tzinfo=dt.timezone.utc),
+            "host": "gpu-02",
+            "command": "python train.py --epochs 3",
+            "exit_status": 1,
+            "by": "mina",
+        }
+    ],
     "history": [
         {"at": dt.datetime(2025, 11, 21, 10, 0, tzinfo=dt.timezone.utc), "kind": "created", "by": "~"}
     ],

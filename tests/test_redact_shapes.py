@@ -90,3 +90,13 @@ def test_a_secret_anywhere_in_random_text_never_survives(
     for secret in found.secrets:
         assert secret not in once
     assert redact(once) == once
+
+
+def test_a_header_after_another_value_loses_its_whole_credential() -> None:
+    """On one line after '; ', the `name: value` rule reaches the header a character before the
+    header rule does: the scheme word must not be all it takes."""
+    token = "abcdefgh" + "ijklmnop1234"
+    line = f"password: hunter2; Authorization: Bearer {token}"
+    out = redact_text(line, user="")
+    assert token not in out and "hunter2" not in out
+    assert redact_text(out, user="") == out

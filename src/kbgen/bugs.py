@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,14 +69,18 @@ def taken_ids(project: Project) -> set[str]:
     """Every bug id in use: file names, plus aliases (read cheaply, without validation)."""
     taken: set[str] = set()
     for path in entry_files(project.folder("bug")):
-        if match := _ID_IN_TEXT.match(path.stem):
-            taken.add(match.group(0))
-        try:
-            head = read_limited(path).decode("utf-8", errors="replace")[:65536]
-        except (OSError, Unreadable):
-            continue
-        taken.update(_ID_IN_TEXT.findall(_aliases_block(head)))
+        taken.update(ids_in_file(path))
     return taken
+
+
+def ids_in_file(path: Path) -> set[str]:
+    """The id in a bug file's name and the aliases its frontmatter lists."""
+    ids = {match.group(0)} if (match := _ID_IN_TEXT.match(path.stem)) else set()
+    try:
+        head = read_limited(path).decode("utf-8", errors="replace")[:65536]
+    except (OSError, Unreadable):
+        return ids
+    return ids | set(_ID_IN_TEXT.findall(_aliases_block(head)))
 
 
 def _aliases_block(text: str) -> str:
@@ -139,9 +144,29 @@ def progress_from(kb: Kb, error_id: str | None) -> list[ProgressStep]:
     return steps
 
 
+@dataclass
+class BugDraft:
+    """A new bug before it has an id: the day its id is stamped with, the tail of its file name,
+    and ``render(id)``, the text of its file under that id (KbgenError for a value refused)."""
+
+    day: dt.date
+    slug: str
+    render: Callable[[str], str]
+
+
 def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Path]:
     """Write a new bug under the next free id: the frontmatter from its fields, the body from
     ``template`` (see :mod:`kbgen.bugfile`); returns (id, path)."""
+    draft = draft_bug(kb, new, template=template)
+    draft.render(f"BUG-{stamp(draft.day)}-001")  # refuse bad values before an id is claimed
+    return claim_id(kb.project, draft.day, draft.render, draft.slug)
+
+
+def draft_bug(
+    kb: Kb, new: NewBug, *, template: BodyTemplate, adjust: Callable[[Bug], Bug] | None = None
+) -> BugDraft:
+    """The new bug :func:`create_bug` writes, not yet written; ``adjust`` changes the record
+    (once it has its id) before its frontmatter is written, the body staying the template's."""
     if new.error and new.error not in kb.errors:
         import difflib
 
@@ -152,7 +177,6 @@ def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Pat
             hint="`kbgen triage LOG` suggests one; `kbgen kb list --kind error` lists them",
         )
     now = clock.now()
-    day = new.date or now.date()
     steps = progress_from(kb, new.error)
 
     title = redact_text(new.title, user="")
@@ -176,10 +200,10 @@ def create_bug(kb: Kb, new: NewBug, *, template: BodyTemplate) -> tuple[str, Pat
             progress=steps,
             history=[Event(at=now, kind=EventKind.created, by=clock.user())],
         )
-        return compose(bug, template.body(bug, kb.errors[new.error].record if new.error else None))
+        body = template.body(bug, kb.errors[new.error].record if new.error else None)
+        return compose(adjust(bug) if adjust is not None else bug, body)
 
-    render(f"BUG-{stamp(day)}-001")  # refuse bad values before an id is claimed
-    return claim_id(kb.project, day, render, slugify(title))
+    return BugDraft(new.date or now.date(), slugify(title), render)
 
 
 #: the command-line option behind each field a person gives new-bug

@@ -300,13 +300,13 @@ class Bug(Record):
     progress: list[ProgressStep] = []
     repro: Slug | None = None
     related: list[BugId] = []
+    duplicate_of: BugId | None = None
     tags: list[str] = []
     assignee: str | None = None
     aliases: list[BugId] = []
-    history: list[Event] = []
     fingerprint: Fingerprint | None = None
     occurrences: list[Occurrence] = []
-    duplicate_of: BugId | None = None
+    history: list[Event] = []
 
     @model_validator(mode="before")
     @classmethod

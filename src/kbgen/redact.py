@@ -132,7 +132,10 @@ _SECRETS = "|".join(
         rf"(?P<fpre>^|[^\w-])(?P<flag>--?(?:{_KEY_WORD}))(?P<fsep>=|[ \t]+)(?P<fvalue>{_ARG})",
         # KEY=v, key: v, "key": "v", 'key': 'v'
         rf"(?P<kpre>^|[^A-Za-z0-9_.-])(?P<name>{_KEY_WORD}|{_AUTH_NAME})(?P<close>[\"']?)"
-        rf"(?P<sep>[ \t]*[=:][ \t]*)(?P<value>{_QUOTED_VALUE}|{_BARE_VALUE})",
+        # (a header's scheme word is part of the value: "x; Authorization: Bearer t" starts here,
+        # one character before the header rule above would)
+        rf"(?P<sep>[ \t]*[=:][ \t]*)(?P<value>(?:(?:bearer|basic|token|digest)[ \t]+)?"
+        rf"(?:{_QUOTED_VALUE}|{_BARE_VALUE}))",
         # AWS_SECRET_ACCESS_KEY wJalr…: after a space, only a value that looks generated
         rf"(?P<gpre>^|[^A-Za-z0-9_.-])(?P<gname>{_KEY_WORD})(?P<gsep>[ \t]+)(?P<gvalue>[A-Za-z0-9+/=]{{16,}})"
         r"(?P<gtail>\S*)",

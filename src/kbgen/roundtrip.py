@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
+import threading
 from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import Any
@@ -73,7 +74,52 @@ def _is_short_scalar(value: Any) -> bool:
 
 
 def dump_keys(values: dict[str, Any]) -> str:
-    """Dump ``{key: value}`` as a YAML block (``\\n`` newlines, trailing newline)."""
+    """Dump ``{key: value}`` as a YAML block (``\\n`` newlines, trailing newline).
+
+    A top-level key dumps to the same lines alone as among others (:func:`splice` relies on it),
+    so a long list or mapping is dumped on its own and its text kept: the checklist every new bug
+    of an error type starts with is dumped once per import of thousands, not once per bug.
+    """
+    parts: list[str] = []
+    run: dict[str, Any] = {}
+    for key, value in values.items():
+        value = plain(value)
+        shown = repr(value) if isinstance(value, list | dict) else ""
+        if len(shown) < _KEEP_FROM:
+            run[key] = value
+            continue
+        if run:
+            parts.append(_dump(run))
+            run = {}
+        text = _DUMPED.get((key, shown))
+        if text is None:
+            if len(_DUMPED) >= _KEEP_AT_MOST:
+                _DUMPED.clear()
+            text = _DUMPED[key, shown] = _dump({key: value})
+        parts.append(text)
+    if run:
+        parts.append(_dump(run))
+    return "".join(parts)
+
+
+_KEEP_FROM = 100  # characters of repr(): a shorter value costs less to dump than to keep apart
+_KEEP_AT_MOST = 1024
+_DUMPED: dict[tuple[str, str], str] = {}  # (key, repr of the plain value) -> its YAML
+
+
+def _dump(values: dict[str, Any]) -> str:
+    out = io.StringIO()
+    _dumper().dump({k: _styled(v) for k, v in values.items()}, out)
+    return out.getvalue()
+
+
+_DUMPERS = threading.local()  # one dumper per thread, set up once (half the cost of a small dump)
+
+
+def _dumper() -> Any:
+    yaml = getattr(_DUMPERS, "yaml", None)
+    if yaml is not None:
+        return yaml
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt", pure=True)
@@ -85,9 +131,8 @@ def dump_keys(values: dict[str, Any]) -> str:
     for kind in (dt.datetime, dt.date):
         yaml.representer.add_representer(kind, _represent_time)
     yaml.representer.add_representer(str, _represent_str)
-    out = io.StringIO()
-    yaml.dump({k: _styled(plain(v)) for k, v in values.items()}, out)
-    return out.getvalue()
+    _DUMPERS.yaml = yaml
+    return yaml
 
 
 def _represent_str(representer: Any, value: str) -> Any:

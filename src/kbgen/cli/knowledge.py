@@ -165,7 +165,8 @@ def _clip(text: str, width: int = 160) -> str:
     "github",
     metavar="FILE.json",
     help="Import GitHub issues filed through the gpu-failure form, from the JSON "
-    "`gh issue list --json number,title,body,labels,createdAt` prints.",
+    "`gh issue list --json number,title,body,labels,createdAt` prints (- reads standard input; "
+    "at most 64 MiB). Each issue is imported once; exit status 1 when one is refused.",
 )
 @click.pass_context
 def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, github: str | None) -> None:
@@ -192,7 +193,9 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, gi
     from kbgen.store import load_kb
 
     if github:
-        _import_github(ctx, Path(github), dry_run)
+        if paths:
+            raise click.UsageError("--github reads one issue list; name the Markdown reports in another run")
+        _import_github(ctx, github, dry_run)
         return
     if not paths:
         raise click.UsageError("name the reports to import, or --github FILE.json")
@@ -218,25 +221,35 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, gi
         ctx.exit(1)
 
 
-def _import_github(ctx: click.Context, path: Any, dry_run: bool) -> None:
-    from kbgen.cli.common import load_clean_kb
+def _import_github(ctx: click.Context, source: str, dry_run: bool) -> None:
+    from kbgen.cli.common import load_clean_kb, one_line
     from kbgen.cli.core import _bug_template
-    from kbgen.importer.github import import_issue, read_issues
+    from kbgen.importer.github import GithubImport
+    from kbgen.importer.issues import read_issue_list
 
-    issues = read_issues(path)
+    items = read_issue_list(source)
     kb = load_clean_kb(ctx)
-    template = _bug_template(kb.project)
-    for issue in issues:
-        done = import_issue(issue, kb, template, dry_run=dry_run)
-        if done.state == "exists":
+    refused = 0
+    for done in GithubImport(kb, _bug_template(kb.project)).run(items, dry_run=dry_run):
+        if done.state == "refused":
+            refused += 1
+            click.echo(f"{done.name}: not imported: {one_line(done.message)}", err=True)
+        elif done.state == "repeat":
+            click.echo(f"{done.name}: {done.message}", err=True)
+        elif done.state == "exists":
             assert done.path is not None
-            click.echo(f"#{done.number}: already imported as {done.bug_id} ({kb.project.rel(done.path)})")
+            click.echo(f"{done.name}: already imported as {done.bug_id} ({kb.project.rel(done.path)})")
         elif done.state == "would-write":
-            click.echo(f"#{done.number}: would write a bug")
+            click.echo(f"{done.name}: would write a bug")
         else:
             assert done.path is not None
             filled = "; environment filled from its probe report" if done.filled else ""
-            click.echo(f"#{done.number}: wrote {done.bug_id} {kb.project.rel(done.path)}{filled}")
+            click.echo(f"{done.name}: wrote {done.bug_id} {kb.project.rel(done.path)}{filled}")
+    if refused:
+        click.echo(f"{refused} of {len(items)} issue(s) not imported", err=True)
+        ctx.exit(1)
+    if not items:
+        click.echo(f"{source}: the list holds no issues; nothing to import")
 
 
 def _indent(text: str) -> str:

@@ -1,52 +1,72 @@
 """``kbgen import --github FILE.json``: GitHub issues filed through the gpu-failure form, as bugs.
 
-The input is what ``gh issue list --json number,title,body,labels,createdAt`` prints. An issue
-form renders each field as a ``### Label`` heading followed by the value, so the body is split
-on those headings and each label is mapped back to the form field it came from (see
-:data:`kbgen.init.FORM_FIELDS`). The bug is then written the way ``kbgen new-bug --from-log``
-writes one, and a pasted ``kbgen probe --json`` report fills it the way ``probe --fill`` does.
+The input is what ``gh issue list --json number,title,body,labels,createdAt`` prints (read and
+checked in :mod:`kbgen.importer.issues`). An issue form renders each field as a ``### Label``
+heading followed by the value, so the body is split on those headings and each label is mapped
+back to the form field it came from (see :data:`kbgen.init.FORM_FIELDS`). The bug is then made
+the way ``kbgen new-bug --from-log`` makes one, and a pasted ``kbgen probe --json`` report,
+its secrets redacted, fills it the way ``probe --fill`` does.
+
+An issue is imported once: its bug carries the tag ``github-<number>``, and an issue whose tag a
+bug already has is reported and left alone. Thousands of issues import in one pass: the KB's
+signatures and probes are read once, and the bugs are written in batches of :data:`BATCH`, each
+under one hold of kb/bugs/' lock and one flush to disk (see :func:`kbgen.fileio.create_files`).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kbgen import mdtext
+from pydantic import ValidationError
+
+from kbgen import clock, mdtext
 from kbgen.errors import KbgenError
+from kbgen.importer.claims import IdClaims
+from kbgen.importer.issues import Issue, Listed
 from kbgen.store import Kb
+
+if TYPE_CHECKING:
+    from kbgen.bugfile import BodyTemplate
+    from kbgen.bugs import BugDraft
+    from kbgen.models import Bug
+    from kbgen.probes.report import ProbeReport
 
 #: what GitHub writes for a field left empty
 NO_RESPONSE = "_No response_"
+#: bugs written under one hold of kb/bugs/' lock and one flush to disk
+BATCH = 500
+MAX_TITLE = 300  # as the Bug model allows
+MAX_MESSAGE = 8000
+MAX_REPORT = 1024 * 1024  # characters of a pasted report; a real one is a few KB
+_TRIES = 10
+_ISSUE_TAG = re.compile(r"github-[0-9]+")
 
 
 @dataclass
 class Imported:
-    number: int
-    state: str  # "written", "would-write", "exists"
+    """What became of one item: ``written``, ``would-write``, ``exists``, ``refused`` or ``repeat``."""
+
+    name: str  # "#7", or "item 3" when the item has no usable number
+    state: str
     bug_id: str | None = None
     path: Path | None = None
     filled: bool = False
+    message: str = ""
 
 
-def read_issues(path: Path) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise KbgenError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise KbgenError(
-            f"{path}: not JSON ({exc})",
-            hint="gh issue list --json number,title,body,labels,createdAt > issues.json",
-        ) from None
-    if not isinstance(data, list) or not all(isinstance(i, dict) and "number" in i for i in data):
-        raise KbgenError(f"{path}: expected the list of issues `gh issue list --json ...` prints")
-    return data
+@dataclass(eq=False)
+class _Ready:
+    """An issue drafted as a bug, waiting for its id."""
+
+    name: str
+    draft: BugDraft
+    report: ProbeReport | None
+    filled: bool  # from a pasted probe report or a pasted environment report
 
 
 def form_values(body: str) -> dict[str, str]:
@@ -55,11 +75,11 @@ def form_values(body: str) -> dict[str, str]:
     from kbgen.init import FORM_FIELDS
 
     by_label = {label.lower(): field_id for field_id, label, *_ in FORM_FIELDS}
-    doc = mdtext.read((body or "").replace("\r\n", "\n"))
+    doc = mdtext.read(body.replace("\r\n", "\n"))
     labels = [h for h in doc.headings if h.level == 3]
-    ends = [h.line for h in labels[1:]] + [len(doc.lines)]
     values: dict[str, str] = {}
-    for heading, end in zip(labels, ends, strict=True):
+    for index, heading in enumerate(labels):
+        end = labels[index + 1].line if index + 1 < len(labels) else len(doc.lines)
         field_id = by_label.get(heading.title.lower())
         value = "\n".join(doc.lines[heading.line + 1 : end]).strip()
         if field_id is None or not value or value == NO_RESPONSE:
@@ -80,85 +100,174 @@ def tag_of(number: int) -> str:
     return f"github-{number}"
 
 
-def import_issue(issue: dict[str, Any], kb: Kb, template: Any, *, dry_run: bool) -> Imported:
-    number = int(issue["number"])
-    tag = tag_of(number)
-    for entry in kb.bugs.values():
-        if tag in entry.record.tags:
-            return Imported(number, "exists", entry.record.id, entry.path)
-    if dry_run:
-        return Imported(number, "would-write")
-    values = form_values(str(issue.get("body") or ""))
-    bug_id, path = _create(issue, values, kb, template, tag)
-    filled = _fill(kb, path, values.get("environment"))
-    if not filled:  # not a probe report: read a pasted collect_env, nvidia-smi, ... instead
-        filled = _fill_pasted(kb, path, values, number)
-    return Imported(number, "written", bug_id, path, filled)
+class GithubImport:
+    """One run of ``kbgen import --github`` over a checked issue list."""
+
+    def __init__(self, kb: Kb, template: BodyTemplate) -> None:
+        from kbgen.probes.discovery import scan
+        from kbgen.triage import Compiled
+
+        self.kb = kb
+        self.template = template
+        self.compiled = Compiled.of(kb)
+        self.specs = scan(kb.project)[0]
+        self.probes = {spec.id for spec in self.specs}
+        self.claims = IdClaims(kb.project)
+        self.now = clock.now()
+        self.by = clock.user()
+        # how an earlier import is recognised: the issue's tag on a bug
+        self.done = {tag: e for e in kb.bugs.values() for tag in e.record.tags if tag.startswith("github-")}
+
+    def run(self, items: list[Listed], *, dry_run: bool) -> Iterator[Imported]:
+        """What became of each item, in the list's order, as each batch is written."""
+        waiting: list[Imported | _Ready] = []
+        ready = 0
+        for item in items:
+            step = self._prepare(item, dry_run)
+            waiting.append(step)
+            ready += isinstance(step, _Ready)
+            if ready >= BATCH:
+                yield from self._write(waiting)
+                waiting, ready = [], 0
+        yield from self._write(waiting)
+
+    def _prepare(self, item: Listed, dry_run: bool) -> Imported | _Ready:
+        if item.issue is None:
+            return Imported(item.name, "repeat" if item.repeat else "refused", message=item.problem)
+        if (entry := self.done.get(tag_of(item.issue.number))) is not None:
+            return Imported(item.name, "exists", entry.record.id, entry.path)
+        try:
+            draft, report, filled = self._draft(item.issue)
+        except KbgenError as exc:
+            return Imported(item.name, "refused", message=str(exc))
+        return Imported(item.name, "would-write") if dry_run else _Ready(item.name, draft, report, filled)
+
+    def _draft(self, issue: Issue) -> tuple[BugDraft, ProbeReport | None, bool]:
+        from kbgen.bugs import NewBug, draft_bug
+        from kbgen.models import Severity
+        from kbgen.redact import cut_head, redact_text
+        from kbgen.triage import draft_from_text
+
+        values = form_values(issue.body or "")
+        text = "\n".join(v for v in (values.get("message"), values.get("log")) if v).replace("\x00", "")
+        name = f"issue #{issue.number}"
+        log = draft_from_text(text, self.kb, name, self.compiled) if text.strip() else None
+        error = values.get("error", "").strip() or None
+        if error not in self.kb.errors:
+            error = log.error if log else None
+        labels = [redact_text(label, user="").lower() for label in issue.label_names()]
+        tags = [t for t in (re.sub(r"[^a-z0-9-]+", "-", label).strip("-")[:60] for label in labels) if t]
+        tags = [t for t in tags if not _ISSUE_TAG.fullmatch(t)]  # a label must not mark another issue
+        severity = values.get("severity", "").strip().lower()
+        title = redact_text((issue.title or "").strip(), user="") or (log.title if log else "")
+        message = log.message if log and log.message else redact_text(values.get("message", ""), user="")
+        repro = values.get("repro", "").strip()
+        new = NewBug(
+            title=cut_head(title, MAX_TITLE).strip() or f"GitHub issue #{issue.number}",
+            severity=Severity(severity) if severity in Severity._value2member_map_ else Severity.medium,
+            error=error,
+            tags=list(dict.fromkeys([*tags, tag_of(issue.number)])),
+            message=cut_head(message, MAX_MESSAGE) or None,
+            repro=repro if repro in self.probes else None,
+            date=issue.created_at.date() if issue.created_at else self.now.date(),
+        )
+        report = pasted_report(values.get("environment"))
+        adjust: Any = None if report is None else _Fill(self, report)
+        if report is None:  # not a probe report: a pasted collect_env, nvidia-smi, ... instead
+            adjust = _pasted(values, issue.number)
+        return draft_bug(self.kb, new, template=self.template, adjust=adjust), report, adjust is not None
+
+    def _write(self, waiting: list[Imported | _Ready]) -> Iterator[Imported]:
+        ready = [step for step in waiting if isinstance(step, _Ready)]
+        done = self._create(ready) if ready else {}
+        for step in waiting:
+            yield done[id(step)] if isinstance(step, _Ready) else step
+
+    def _create(self, ready: list[_Ready]) -> dict[int, Imported]:
+        """Write the drafts under fresh ids; a name that appeared meanwhile gets the next id."""
+        from kbgen.fileio import check_size, create_files
+
+        done: dict[int, Imported] = {}
+        for _ in range(_TRIES):
+            if not ready:
+                break
+            with self.claims.batch() as claims:
+                staged = []
+                for step in ready:
+                    bug_id = claims.next_id(step.draft.day)
+                    name = f"{bug_id}-{step.draft.slug}.md" if step.draft.slug else f"{bug_id}.md"
+                    try:
+                        data = step.draft.render(bug_id).encode("utf-8")
+                        check_size(claims.folder / name, data)
+                    except KbgenError as exc:
+                        claims.release(bug_id)
+                        done[id(step)] = Imported(step.name, "refused", message=str(exc))
+                        continue
+                    staged.append((step, bug_id, claims.folder / name, data))
+                taken = set(create_files([(path, data) for _, _, path, data in staged]))
+                ready = [step for step, _, path, _ in staged if path in taken]
+                written = [(step, bug_id, path) for step, bug_id, path, _ in staged if path not in taken]
+                for step, bug_id, path in written:
+                    claims.written(path)
+                    done[id(step)] = Imported(step.name, "written", bug_id, path, step.filled)
+                self._write_reports(claims.folder, [(s.report, i) for s, i, _ in written if s.report])
+        for step in ready:
+            done[id(step)] = Imported(step.name, "refused", message="no free bug id found; try again")
+        return done
+
+    def _write_reports(self, folder: Path, reports: list[tuple[ProbeReport, str]]) -> None:
+        """Each pasted report beside its bug, as ``probe --fill`` keeps the report it fills from."""
+        from kbgen.fileio import create_files
+        from kbgen.fill import python_label, report_name
+
+        files = []
+        for report, bug_id in reports:
+            path = folder / report_name(bug_id, report.host, python_label(report))
+            path.parent.mkdir(exist_ok=True)
+            if path.parent.is_symlink():  # not made by kbgen: never written through
+                continue
+            files.append((path, (report.model_dump_json(indent=2) + "\n").encode("utf-8")))
+        create_files(files)
 
 
-def _fill_pasted(kb: Kb, path: Path, values: dict[str, str], number: int) -> bool:
-    from kbgen.envreport.pasted import add_pasted, pasted_environment
+class _Fill:
+    """Fill a new bug from a pasted report, as ``kbgen probe --fill`` fills one on disk."""
+
+    def __init__(self, run: GithubImport, report: ProbeReport) -> None:
+        self.run = run
+        self.report = report
+
+    def __call__(self, bug: Bug) -> Bug:
+        from kbgen.fill import compute_changes, plan_fill
+
+        plan = plan_fill(self.run.kb, bug, self.run.specs)
+        changes = compute_changes(bug, plan, self.report, now=self.run.now, by=self.run.by)
+        return bug.model_copy(update=changes)
+
+
+def _pasted(values: dict[str, str], number: int) -> Any:
+    """An adjust hook that adds the environment the issue's text shows (a pasted collect_env,
+    nvidia-smi, pip list ...), marked as pasted with its source; None when it shows none."""
+    from kbgen.envreport.pasted import pasted_environment
 
     text = "\n".join(values.get(k) or "" for k in ("environment", "message", "log"))
     env = pasted_environment(text, f"pasted in GitHub issue #{number}")
-    return env is not None and add_pasted(path, kb.project, env)
+    if env is None:
+        return None
+    return lambda bug: bug.model_copy(update={"environments": [*bug.environments, env]})
 
 
-def _create(
-    issue: dict[str, Any], values: dict[str, str], kb: Kb, template: Any, tag: str
-) -> tuple[str, Path]:
-    from kbgen.bugs import NewBug, create_bug, parse_date
-    from kbgen.models import Severity
-    from kbgen.triage import draft_from_log
-
-    text = "\n".join(v for v in (values.get("message"), values.get("log")) if v)
-    with tempfile.TemporaryDirectory(prefix="kbgen-import-") as folder:
-        log = Path(folder) / f"issue-{issue['number']}.log"
-        log.write_text(text, encoding="utf-8")
-        draft = draft_from_log(str(log), kb)
-    error = values.get("error", "").strip() or None
-    if error not in kb.errors:
-        error = draft.error
-    labels = [str(label.get("name", "")) for label in issue.get("labels") or [] if isinstance(label, dict)]
-    tags = [t for t in (re.sub(r"[^a-z0-9-]+", "-", lab.lower()).strip("-") for lab in labels) if t]
-    severity = values.get("severity", "medium")
-    created = str(issue.get("createdAt") or "")[:10]
-    new = NewBug(
-        title=str(issue.get("title") or draft.title).strip() or draft.title,
-        severity=Severity(severity) if severity in Severity._value2member_map_ else Severity.medium,
-        error=error,
-        tags=list(dict.fromkeys([*tags, tag])),
-        message=draft.message or values.get("message"),
-        repro=_probe_or_none(kb, values.get("repro")),
-        date=parse_date(created) if created else dt.date.today(),
-    )
-    return create_bug(kb, new, template=template)
-
-
-def _probe_or_none(kb: Kb, probe_id: str | None) -> str | None:
-    from kbgen.probes.discovery import scan
-
-    probe_id = (probe_id or "").strip()
-    return probe_id if probe_id in {spec.id for spec in scan(kb.project)[0]} else None
-
-
-def _fill(kb: Kb, path: Path, environment: str | None) -> bool:
-    """Fill the new bug from a pasted ``kbgen probe --json`` report; False when there is none."""
-    from pydantic import ValidationError
-
-    from kbgen import clock
-    from kbgen.fill import fill_bug, plan_fill
-    from kbgen.kinds import BUG
-    from kbgen.probes.discovery import scan
+def pasted_report(text: str | None) -> ProbeReport | None:
+    """The ``kbgen probe --json`` report pasted as the environment, its secrets redacted as the
+    fleet's reports are; None when the text is not one, or is one of a run where no probe ran."""
+    from kbgen.fleet.store import scrub
     from kbgen.probes.report import ProbeReport
-    from kbgen.store import read_entry
 
-    if not environment:
-        return False
+    if not text or not text.lstrip().startswith("{") or len(text) > MAX_REPORT:
+        return None
     try:
-        report = ProbeReport.model_validate_json(environment)
-    except ValidationError:
-        return False
-    entry = read_entry(path, BUG, kb.project)
-    plan = plan_fill(kb, entry.record, scan(kb.project)[0])
-    return fill_bug(entry, plan, report, now=clock.now(), by=clock.user()).written
+        data: Any = scrub(json.loads(text))
+        report = ProbeReport.model_validate(data)
+    except (ValueError, RecursionError, ValidationError):
+        return None
+    return None if report.interpreter_error else report

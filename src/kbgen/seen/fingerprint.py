@@ -61,9 +61,7 @@ _PREFIX = _re(
     r"|\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+)?"
     r"|[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \S+ \S+\[\d+\]:|\d+:|rank\s*\d+\s*:)\s*"
 )
-_EXC = _re(
-    r"^\s*(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt|Warning))\s*:\s*(?P<msg>.*)$"
-)
+_EXC = _re(r"^\s*(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt|Warning))\s*:\s*(?P<msg>.*)$")
 _PY_FRAME = _re(r'File "(?P<path>[^"]+)",\s*line\s*\d+(?:, in (?P<func>[\w.<>]+))?')
 _RICH_FRAME = _re(r"(?P<path>[\w/\\.~:<>-]+\.py):\d+ in (?P<func>[\w.<>]+)")
 _LIBRARY = _re("(?i)" + r"site-packages|dist-packages|[/\\]lib[/\\]python\d|<frozen|importlib")

@@ -21,8 +21,10 @@ log's last non-blank line: the run printed nothing after it, as when it waits on
 
 from __future__ import annotations
 
+import io
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 
 import re2
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +34,7 @@ from kbgen.store import Kb
 from kbgen.triage.scan import MAX_LINE, ScanResult, SignatureHits, scan_log, scan_stream
 from kbgen.triage.signatures import (
     CompiledSignature,
+    Screen,
     SignatureError,
     compile_exact,
     compile_screen,
@@ -39,11 +42,13 @@ from kbgen.triage.signatures import (
 )
 
 __all__ = [
+    "Compiled",
     "LogDraft",
     "Match",
     "TriageReport",
     "compile_signatures",
     "draft_from_log",
+    "draft_from_text",
     "signature_problems",
     "triage_log",
     "triage_text",
@@ -144,6 +149,20 @@ def compile_signatures(kb: Kb) -> tuple[list[CompiledSignature], list[Skipped]]:
     return compiled, skipped
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """The KB's signatures and their screen, built once for many small texts in a row."""
+
+    signatures: list[CompiledSignature]
+    skipped: list[Skipped]
+    screen: Screen
+
+    @classmethod
+    def of(cls, kb: Kb) -> Compiled:
+        signatures, skipped = compile_signatures(kb)
+        return cls(signatures, skipped, Screen(signatures))
+
+
 # --------------------------------------------------------------------------- ranking
 
 
@@ -156,14 +175,15 @@ def triage_log(source: str, kb: Kb) -> TriageReport:
     return TriageReport(source=name, lines=scan.lines, matches=matches, skipped=skipped, tail=scan.tail)
 
 
-def triage_text(text: str, kb: Kb, name: str = "<text>") -> TriageReport:
-    """Rank the error types a piece of text (an error message, a pasted traceback) shows."""
-    import io
-
-    signatures, skipped = compile_signatures(kb)
-    scan = scan_stream(io.BytesIO(text.encode("utf-8")), name, signatures)
+def triage_text(text: str, kb: Kb, name: str = "<text>", compiled: Compiled | None = None) -> TriageReport:
+    """Rank the error types a piece of text (an error message, a pasted traceback) shows;
+    ``compiled``: the KB's signatures, built once when many texts are triaged in a row."""
+    compiled = compiled or Compiled.of(kb)
+    stream = io.BytesIO(text.encode("utf-8", errors="replace"))
+    scan = scan_stream(stream, name, compiled.signatures, compiled.screen)
+    matches = rank(scan, kb)
     return TriageReport(
-        source=name, lines=scan.lines, matches=rank(scan, kb), skipped=skipped, tail=scan.tail
+        source=name, lines=scan.lines, matches=matches, skipped=compiled.skipped, tail=scan.tail
     )
 
 
@@ -286,7 +306,16 @@ _LINE_PREFIX = re2.compile(
 def draft_from_log(source: str, kb: Kb) -> LogDraft:
     """A bug draft from a log: the primary error type, a title naming where it failed, and a
     redacted error excerpt (progress bars left out). Text is redacted before it is cut."""
-    report = triage_log(source, kb)
+    return _draft(triage_log(source, kb))
+
+
+def draft_from_text(text: str, kb: Kb, name: str, compiled: Compiled) -> LogDraft:
+    """:func:`draft_from_log` for a log held in memory, with signatures compiled once
+    (``kbgen import --github`` drafts thousands of bugs from one KB)."""
+    return _draft(triage_text(text, kb, name, compiled))
+
+
+def _draft(report: TriageReport) -> LogDraft:
     if report.matches:
         top = report.matches[0]
         excerpt, title_line, error = _readable(top.excerpt), top.lines[0].text, top.error

@@ -11,6 +11,7 @@ place read as the text that was last drawn.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from collections.abc import Iterator
@@ -142,9 +143,9 @@ def _refuse_binary(head: bytes, name: str) -> None:
 class Scanner:
     """Feeds blocks through the signature screen and the exact patterns; collects hits."""
 
-    def __init__(self, signatures: list[CompiledSignature]) -> None:
+    def __init__(self, signatures: list[CompiledSignature], screen: Screen | None = None) -> None:
         self.hits = {(s.error, s.index): SignatureHits(s) for s in signatures}
-        self.screen = Screen(signatures)
+        self.screen = screen or Screen(signatures)
         self.line = 1  # number of the first line of the next block
         self.size = 0
         self.blank = True  # nothing but whitespace so far
@@ -235,16 +236,26 @@ def scan_log(source: str, signatures: list[CompiledSignature]) -> ScanResult:
             stream.close()
 
 
-def scan_stream(stream: BinaryIO, name: str, signatures: list[CompiledSignature]) -> ScanResult:
-    """Scan an open binary stream; ``name`` is used in messages.
+def scan_stream(
+    stream: BinaryIO, name: str, signatures: list[CompiledSignature], screen: Screen | None = None
+) -> ScanResult:
+    """Scan an open binary stream; ``name`` is used in messages. ``screen``: the signatures'
+    :class:`Screen` when the caller built it once for many scans.
 
     The screen of one block (RE2, which releases the GIL) runs in a worker thread while this
     thread reads and prepares the next block and counts the lines of the one before.
     """
-    scanner = Scanner(signatures)
+    scanner = Scanner(signatures, screen)
+    blocks = iter_blocks(stream, name)
+    head = list(itertools.islice(blocks, 3))
+    if len(head) < 3:  # the whole log (a short one) is read: nothing to overlap, no thread to start
+        for raw in head:
+            block = scanner.prepare(raw)
+            scanner.finish(block, scanner.screen.candidates(block))
+        return _result(scanner, name)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbgen-triage") as pool:
         pending: tuple[bytes, Future[list[CompiledSignature]]] | None = None
-        for raw in iter_blocks(stream, name):
+        for raw in itertools.chain(head, blocks):
             block = scanner.prepare(raw)
             job = (block, pool.submit(scanner.screen.candidates, block))
             if pending is not None:
@@ -252,6 +263,10 @@ def scan_stream(stream: BinaryIO, name: str, signatures: list[CompiledSignature]
             pending = job
         if pending is not None:
             scanner.finish(pending[0], pending[1].result())
+    return _result(scanner, name)
+
+
+def _result(scanner: Scanner, name: str) -> ScanResult:
     if scanner.blank:
         raise KbgenError(f"{name}: the log is empty", hint="pass the file the failing command wrote to")
     lines = scanner.line - 1 + (1 if scanner.ends_open else 0)
