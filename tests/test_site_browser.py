@@ -267,7 +267,7 @@ _SCRIPT_LINKS = (
 
 
 def hostile_pages(site: str) -> list[str]:
-    ids = [f"BUG-20251113-00{n}" for n in range(1, len(KNOWN_HOLES) + 1)]
+    ids = [f"BUG-20251113-{n:03d}" for n in range(1, len(KNOWN_HOLES) + 1)]
     return [site + f"bugs/{bug}/" for bug in ["BUG-20251112-014", *ids, "BUG-20251120-001"]] + [
         site + "bugs/"
     ]

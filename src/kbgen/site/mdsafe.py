@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import urllib.parse
 
 from markupsafe import Markup
 
@@ -70,20 +71,38 @@ def code(text: object) -> Markup:
 
 # --------------------------------------------------------------------------- bodies
 
-# In prose: inline code spans (kept), HTML comments (dropped), then what must be disarmed.
+# In prose, what Markdown would make markup of, each rewritten by ``_swap``. The written Markdown
+# must be safe for any engine that reads it as Python-Markdown does, sanitizer or not (`kbgen
+# build-pages`): the only ``<`` left raw is the one of a web autolink, every link destination is
+# checked, and what is code to kbgen is code to the engine whichever way it pairs backticks.
 _PROSE_RE = re.compile(
-    r"(?P<code>(?P<ticks>`+)(?:(?!\n[ \t]*\n)[\s\S])*?(?<!`)(?P=ticks)(?!`))"
+    # a backslash escape Python-Markdown honours: kept, so the character after it stays literal
+    r"(?P<esc>\\[\\`*_{}\[\]()>#+\-.!])"
+    # a code span: the same run of backticks closes it, never across a blank line
+    r"|(?P<code>(?P<ticks>`+)(?P<inner>(?:(?!\n[ \t]*\n)[\s\S])*?)(?<!`)(?P=ticks)(?!`))"
+    r"|(?P<tick>`+)"  # backticks that close nothing
     r"|(?P<comment><!--[\s\S]*?-->)"
-    r"|(?P<link>\]\(\s*<?)(?P<dest>(?:[^()\"'\n>]|\([^()\n]*\))*)"
-    r"|(?P<ref>^[ ]{0,3}\[[^\]\n]+\]:[ \t]*<?)(?P<rdest>[^\s>]*)"
-    r"|(?P<auto><(?:https?|ftps?|mailto):[^\s<>]*>)"
+    # a destination in angle brackets ([text](<url>)): without a "[" before it, it is a tag
+    r"|(?P<alink>\]\([ \t]*\n?[ \t]*<)(?P<adest>[^<>\n]*)>"
+    # a destination; Python-Markdown reads one across a line break ("java\nscript:"). It stops
+    # before what another rule must see: "](" of the next link, "![" of an image, "{"
+    r"|(?P<link>\]\(\s*)"
+    r"(?P<dest>(?:[^()\[\]\"'<>`\n\\!{]|\\[^`<\n]|\n(?=[ \t]*\S)|\([^()\[\]\"'<>`\n!{]*\))*)"
+    r"|(?P<ref>\[)(?=[^\[\]]*\]:)"  # the label of a reference definition: `[r]: url`
+    r"|(?P<bang>!)(?=\[)"  # an image: it would load from wherever the text says, for every reader
+    r"|(?P<auto><(?:https?|ftps?)://[^\s<>`\"'\\]*>)"
     r"|(?P<lt><)"
-    r"|(?P<brace>\{)",
-    re.MULTILINE,
+    r"|(?P<brace>\{)",  # attribute lists: `{ onclick=... }` must never reach attr_list
 )
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto", "ftp", "ftps"})
 _SCHEME_RE = re.compile(r"^([a-z][a-z0-9+.-]*):")
 _CONTROL_RE = re.compile(r"[\x00-\x20\x7f]+")
+# Inside a code span kbgen writes as HTML: every character HTML or Markdown would read, as an entity.
+_CODE_TABLE = str.maketrans({ch: f"&#{ord(ch)};" for ch in "&<>\"'`*_\\[]{}|~^:!#="})
+# A code span whose text none of these is in stays Markdown; it is inert however it is paired.
+_CODE_PLAIN_RE = re.compile(r"[<>\[\]{}\n]")
+# A URL in angle brackets written without them: what would end it or make it a tag, encoded.
+_URL_SAFE = "/:?#@!$&*+,;=%~-._[]"
 
 
 def safe_target(dest: str) -> bool:
@@ -94,19 +113,50 @@ def safe_target(dest: str) -> bool:
     return scheme is None or scheme.group(1) in _SAFE_SCHEMES
 
 
-def _prose(text: str) -> str:
-    def swap(m: re.Match[str]) -> str:
-        if m.group("code") or m.group("auto"):
-            return m.group(0)
-        if m.group("comment"):
-            return ""
-        for lead, target in (("link", "dest"), ("ref", "rdest")):
-            if m.group(lead):
-                dest = m.group(target)
-                return m.group(lead) + (dest if safe_target(dest) else "about:blank")
-        return "&lt;" if m.group("lt") else "&#123;"
+def _swap(m: re.Match[str]) -> str:
+    kind = {"adest": "alink", "dest": "link"}.get(str(m.lastgroup), m.lastgroup)
+    text = m.group(0)
+    if kind in ("esc", "auto"):
+        return text if text not in ("\\{", "\\}") else f"&#{ord(text[1])};"
+    if kind == "code":
+        inner = m.group("inner")
+        if not _CODE_PLAIN_RE.search(inner):
+            return text
+        # Written as HTML, so no pairing of backticks and no block break makes its text markup.
+        return "<code>" + " ".join(inner.split()).translate(_CODE_TABLE) + "</code>"
+    if kind == "tick":
+        return "\\`" * len(text)
+    if kind == "comment":
+        return ""
+    if kind == "alink":
+        dest, lead = m.group("adest"), m.group("alink")[:-1]
+        if "[" not in _paragraph_before(m):
+            return lead + "&lt;" + _prose(dest) + ">"  # no link can end here: show it as written
+        if not safe_target(dest):
+            return lead + "about:blank"
+        return lead + urllib.parse.quote(dest.strip(), safe=_URL_SAFE)  # the same link, unbracketed
+    if kind == "link":
+        dest = m.group("dest")
+        return m.group("link") + (dest if safe_target(dest) else "about:blank")
+    return {"ref": "\\[", "bang": "\\!", "lt": "&lt;", "brace": "&#123;"}[str(kind)]
 
-    return _PROSE_RE.sub(swap, text)
+
+def _paragraph_before(m: re.Match[str]) -> str:
+    """The text of ``m``'s paragraph before it: a link's "[" would be there."""
+    before = m.string[: m.start()]
+    return before[before.rfind("\n\n") + 1 :]
+
+
+# A line the site's engine would take for the opening of a fence (superfences reads them inside
+# quotes too). Prose holds none as written (a fence there is code to kbgen), but a comment taken
+# out can bring one to the start of its line, and the engine would then pair it with the fence of
+# kbgen's next code block and show that block's code as prose.
+_FENCE_LINE_RE = re.compile(r"^([ \t>]*)([`~])(?=\2\2)", re.M)
+
+
+def _prose(text: str) -> str:
+    made = _PROSE_RE.sub(_swap, text)
+    return _FENCE_LINE_RE.sub(lambda m: f"{m.group(1)}&#{ord(m.group(2))};", made)
 
 
 def split_fences(text: str) -> list[tuple[bool, str]]:
@@ -130,6 +180,21 @@ def _pieces(doc: mdtext.Document) -> list[tuple[mdtext.Code | None, int, int]]:
         at = block.end
     pieces.append((None, offsets[at], offsets[-1]))
     return [p for p in pieces if p[2] > p[1]]
+
+
+_INDENTED_CODE_RE = re.compile(r"(?: {4}| {0,3}\t)[ \t]*\S")
+
+
+def _gap(block: mdtext.Code, lines: list[str]) -> str:
+    """A blank line to put before ``block`` when the lines since the last blank one hold an indented
+    one: the site's engine (superfences) then takes the fence for part of indented code and its
+    content for prose, raw HTML and all. In CommonMark the blank line changes nothing."""
+    at = block.start - 1
+    while at >= 0 and lines[at].strip():
+        if _INDENTED_CODE_RE.match(lines[at][block.column :]):
+            return "\n"
+        at -= 1
+    return ""
 
 
 _LANG_RE = re.compile(r"\.?[\w#.+-]+(?=[ \t]|$)")
@@ -177,7 +242,8 @@ def body(text: str, top: int = 3) -> Markup:
         if block is None:
             made.append(_prose(chunk))
         else:  # a block that ran to its list item's end is followed by a line break
-            made.append(_code(block, doc.lines) + ("\n" if chunk.endswith("\n") else ""))
+            made.append(_gap(block, doc.lines) + _code(block, doc.lines))
+            made.append("\n" if chunk.endswith("\n") else "")
     doc = mdtext.read("".join(made))
     levels = [h.level for h in doc.headings]
     shift = max(0, top - min(levels)) if levels else 0

@@ -71,6 +71,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
         self.navmemo: navmemo.NavMemo | None = None
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
+        self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
@@ -93,7 +94,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         except KbgenError as exc:
             raise PluginError(f"kbgen: {exc}") from None
         if self.env is None:
-            self.env = render.make_environment(render.template_dirs(self.project.root), lift_html=True)
+            self.env = render.make_environment(render.template_dirs(self.project.root), html_nonce=self.nonce)
         if ASSET_CSS not in config.extra_css:
             config.extra_css.append(ASSET_CSS)
         if ASSET_JS not in [str(script) for script in config.extra_javascript]:
@@ -212,7 +213,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
     def on_page_markdown(self, markdown: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
         if page.file.src_uri not in self.generated:
             return markdown
-        lifted = rawhtml.Lifted()
+        lifted = rawhtml.Lifted(self.nonce)
         markdown = lifted.lift(markdown)
         if lifted.blocks:
             self.lifted[page.file.src_uri] = lifted
