@@ -32,6 +32,7 @@ KNOWN_HOLES = {
     "reference definition": "[r]: x<img src=x onerror=alert(13)>\n\n[go][r]\n",
     "scheme split by a newline": "[click](java\nscript:alert(14))\n",
     "fence right below indented code": "    code\n~~~\n<img src=x onerror=alert(15)>\n~~~\n",
+    "fence right below quoted indented code": ">     code\n~~~\n<img src=x onerror=alert(21)>\n~~~\n",
     "link inside a destination": "]([a](javascript:alert(16))\n",
     "escaped backtick": "\\`<img src=x onerror=alert(17)>\\`\n",
     "code span cut by a heading": "`a\n# h\n<img src=x onerror=alert(18)>`\n",

@@ -183,15 +183,21 @@ def _pieces(doc: mdtext.Document) -> list[tuple[mdtext.Code | None, int, int]]:
 
 
 _INDENTED_CODE_RE = re.compile(r"(?: {4}| {0,3}\t)[ \t]*\S")
+_QUOTED_RE = re.compile(r"^(?: {0,3}> ?)+")
 
 
 def _gap(block: mdtext.Code, lines: list[str]) -> str:
-    """A blank line to put before ``block`` when the lines since the last blank one hold an indented
-    one: the site's engine (superfences) then takes the fence for part of indented code and its
-    content for prose, raw HTML and all. In CommonMark the blank line changes nothing."""
+    """A blank line to put before ``block`` where the site's engine (superfences) might take its
+    fence for the rest of the text above (indented code, in a quote or not) and its code for
+    prose, raw HTML and all. In CommonMark the blank line changes nothing; in a list item it
+    makes the list loose, so there it goes only after indented lines."""
     at = block.start - 1
+    if at < 0 or not lines[at].strip():
+        return ""
+    if block.column == 0:
+        return "\n"
     while at >= 0 and lines[at].strip():
-        if _INDENTED_CODE_RE.match(lines[at][block.column :]):
+        if _INDENTED_CODE_RE.match(_QUOTED_RE.sub("", lines[at][block.column :])):
             return "\n"
         at -= 1
     return ""
