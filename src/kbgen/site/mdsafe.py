@@ -184,6 +184,7 @@ def _pieces(doc: mdtext.Document) -> list[tuple[mdtext.Code | None, int, int]]:
 
 _INDENTED_CODE_RE = re.compile(r"(?: {4}| {0,3}\t)[ \t]*\S")
 _QUOTED_RE = re.compile(r"^(?: {0,3}> ?)+")
+_LEADING_BLANK_RE = re.compile(r"\A(?:[ \t]*\n)+")
 
 
 def _gap(block: mdtext.Code, lines: list[str]) -> str:
@@ -261,4 +262,7 @@ def body(text: str, top: int = 3) -> Markup:
         else:
             lines[heading.line] = "#" * min(6, heading.level + shift) + heading.text
     # Guidance comments of an unfilled template leave runs of blank lines behind.
-    return Markup(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n"))
+    made = re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
+    # Blank lines around it go, spaces or tabs and all: a line of them first in a page is
+    # indented code to the site's engine, which then takes a fence below it for more of it.
+    return Markup(_LEADING_BLANK_RE.sub("", made).rstrip())

@@ -29,7 +29,7 @@ from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
 from kbgen.fleet.pages import FLEET
-from kbgen.site import mdsafe, navmemo, output, pages, rawhtml, render
+from kbgen.site import devserver, mdsafe, navmemo, output, pages, rawhtml, render
 from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.store import Project, find_project
 
@@ -104,6 +104,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         assert self.project is not None
         generated = self._generate()
         docs = Path(config.docs_dir).resolve()
+        self._leave_out_unsafe(files, config.docs_dir, docs)
         bodies = {p.uri: p.text.encode("utf-8") for p in generated}
         if self.pages_dir is not None:
             output.write_pages(bodies, self.pages_dir)
@@ -126,6 +127,17 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.generated = {p.uri for p in generated}
         self.urls = {file.url for file in files.documentation_pages()}
         return files
+
+    def _leave_out_unsafe(self, files: Files, docs_dir: str, docs: Path) -> None:
+        """Drop the files of docs/ that are links out of it, or not regular files (mkdocs follows
+        links): a build or preview would publish what they point at."""
+        for file in list(files):
+            if file.src_dir != docs_dir:
+                continue  # the theme's files, or generated ones
+            why = output.unpublishable(Path(file.abs_src_path or ""), docs)
+            if why is not None:
+                log.warning(f"kbgen: {docs / file.src_uri} is left out of the site: {why}")
+                files.remove(file)
 
     def _generate(self) -> list[pages.Page]:
         assert self.project is not None
@@ -281,6 +293,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None
+        devserver.install(server, config.dev_addr.host)  # no answer to a foreign Host: header
         for folder in [self.project.kb, *render.template_dirs(self.project.root)]:
             if folder.is_dir():  # a templates/ made later is seen at the next start
                 server.watch(str(folder))
