@@ -262,7 +262,7 @@ def body(text: str, top: int = 3) -> Markup:
         else:
             lines[heading.line] = "#" * min(6, heading.level + shift) + heading.text
     # Guidance comments of an unfilled template leave runs of blank lines behind.
-    made = re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
+    joined = re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
     # Blank lines around it go, spaces or tabs and all: a line of them first in a page is
     # indented code to the site's engine, which then takes a fence below it for more of it.
-    return Markup(_LEADING_BLANK_RE.sub("", made).rstrip())
+    return Markup(_LEADING_BLANK_RE.sub("", joined).rstrip())
