@@ -27,7 +27,7 @@ from mkdocs.config import load_config
 from mkdocs.structure.files import Files
 from mkdocs.utils.meta import get_data
 
-from conftest import invoke, write_tree
+from conftest import invoke, kbgen, write_tree
 from kbgen.site import pages, render
 from kbgen.site.sanitize import _ATTRIBUTES, _EVERYWHERE, _TAGS
 from kbgen.store import find_project
@@ -175,6 +175,20 @@ def test_marker_lines_in_a_code_block_stay_in_it(built: Path) -> None:
     index = (built / "bugs" / "index.html").read_text(encoding="utf-8")
     assert not re.search(PLACEHOLDER, index) and "kbgen:html" not in index
     assert index.count("<tr>") == len(list((built / "bugs").glob("BUG-*/index.html"))) + 1
+
+
+def test_a_body_of_unclosed_backtick_runs_is_written_at_once(tmp_path: Path) -> None:
+    """Runs of backticks of many lengths, none closed: each used to be tried against the rest of
+    the text, a backtick count at a time (minutes for a few kilobytes). kbgen's helper fails the
+    test on a hang."""
+    runs = " ".join("`" * n for n in range(1, 300))  # 45 kB
+    body = f"{runs}\n\n<b>after</b>\n"
+    files = {"kb/bugs/BUG-20251114-003.md": hostile_bug("BUG-20251114-003", body)}
+    project = make_site_project(tmp_path / "project", files, site_config=False)
+    result = kbgen("build-pages", str(tmp_path / "pages"), cwd=project, env={"KBGEN_NOW": TODAY})
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "pages" / "bugs" / "BUG-20251114-003.md").read_text(encoding="utf-8")
+    assert "&lt;b>after" in page and "\\`" * 299 in page
 
 
 # --------------------------------------------------------------------------- one page per example

@@ -8,6 +8,7 @@ drops HTML comments, turns raw HTML into visible text and disarms script links.
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 import urllib.parse
@@ -78,10 +79,7 @@ def code(text: object) -> Markup:
 _PROSE_RE = re.compile(
     # a backslash escape Python-Markdown honours: kept, so the character after it stays literal
     r"(?P<esc>\\[\\`*_{}\[\]()>#+\-.!])"
-    # a code span: the same run of backticks closes it, never across a blank line
-    r"|(?P<code>(?P<ticks>`+)(?P<inner>(?:(?!\n[ \t]*\n)[\s\S])*?)(?<!`)(?P=ticks)(?!`))"
-    r"|(?P<tick>`+)"  # backticks that close nothing
-    r"|(?P<comment><!--[\s\S]*?-->)"
+    r"|(?P<tick>`+)"  # backticks outside code spans (_code_spans): they close nothing
     # a destination in angle brackets ([text](<url>)): without a "[" before it, it is a tag
     r"|(?P<alink>\]\([ \t]*\n?[ \t]*<)(?P<adest>[^<>\n]*)>"
     # a destination; Python-Markdown reads one across a line break ("java\nscript:"). It stops
@@ -101,6 +99,8 @@ _CONTROL_RE = re.compile(r"[\x00-\x20\x7f]+")
 _CODE_TABLE = str.maketrans({ch: f"&#{ord(ch)};" for ch in "&<>\"'`*_\\[]{}|~^:!#="})
 # A code span whose text none of these is in stays Markdown; it is inert however it is paired.
 _CODE_PLAIN_RE = re.compile(r"[<>\[\]{}\n]")
+_TICKS_RE = re.compile(r"`+")
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 # A URL in angle brackets written without them: what would end it or make it a tag, encoded.
 _URL_SAFE = "/:?#@!$&*+,;=%~-._[]"
 
@@ -113,24 +113,57 @@ def safe_target(dest: str) -> bool:
     return scheme is None or scheme.group(1) in _SAFE_SCHEMES
 
 
+def _code_spans(text: str) -> list[tuple[int, int, int]]:
+    """``(start, end, ticks)`` of each code span in ``text``, as CommonMark pairs them: a run of
+    backticks not escaped by a backslash opens one, the next run of the same length closes it,
+    never across a blank line. One pass with an index per run length: no regex backtracking,
+    which took minutes over a few kilobytes of backtick runs of different lengths."""
+    runs = [(m.start(), len(m.group())) for m in _TICKS_RE.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for number, (_, length) in enumerate(runs):
+        by_length.setdefault(length, []).append(number)
+    blanks = [m.start() for m in _BLANK_LINE_RE.finditer(text)]
+    spans = []
+    number = 0
+    while number < len(runs):
+        start, length = runs[number]
+        number += 1
+        slashes = 0
+        while slashes < start and text[start - slashes - 1] == "\\":
+            slashes += 1
+        if slashes % 2:  # the first backtick is escaped: the rest of the run may open one
+            start, length = start + 1, length - 1
+        same = by_length.get(length, [])
+        at = bisect.bisect_left(same, number)
+        if length == 0 or at == len(same):
+            continue
+        closer = runs[same[at]][0]
+        blank = bisect.bisect_left(blanks, start)
+        if blank < len(blanks) and blanks[blank] < closer:
+            continue
+        spans.append((start, closer + length, length))
+        number = same[at] + 1
+    return spans
+
+
+def _code_span(span: str, ticks: int) -> str:
+    inner = span[ticks:-ticks]
+    if not _CODE_PLAIN_RE.search(inner):
+        return span
+    # Written as HTML, so no pairing of backticks and no block break makes its text markup.
+    return "<code>" + " ".join(inner.split()).translate(_CODE_TABLE) + "</code>"
+
+
 def _swap(m: re.Match[str]) -> str:
     kind = {"adest": "alink", "dest": "link"}.get(str(m.lastgroup), m.lastgroup)
     text = m.group(0)
     if kind in ("esc", "auto"):
         return text if text not in ("\\{", "\\}") else f"&#{ord(text[1])};"
-    if kind == "code":
-        inner = m.group("inner")
-        if not _CODE_PLAIN_RE.search(inner):
-            return text
-        # Written as HTML, so no pairing of backticks and no block break makes its text markup.
-        return "<code>" + " ".join(inner.split()).translate(_CODE_TABLE) + "</code>"
     if kind == "tick":
         return "\\`" * len(text)
-    if kind == "comment":
-        return ""
     if kind == "alink":
         dest, lead = m.group("adest"), m.group("alink")[:-1]
-        if "[" not in _paragraph_before(m):
+        if not _link_may_end(m):
             return lead + "&lt;" + _prose(dest) + ">"  # no link can end here: show it as written
         if not safe_target(dest):
             return lead + "about:blank"
@@ -141,10 +174,9 @@ def _swap(m: re.Match[str]) -> str:
     return {"ref": "\\[", "bang": "\\!", "lt": "&lt;", "brace": "&#123;"}[str(kind)]
 
 
-def _paragraph_before(m: re.Match[str]) -> str:
-    """The text of ``m``'s paragraph before it: a link's "[" would be there."""
-    before = m.string[: m.start()]
-    return before[before.rfind("\n\n") + 1 :]
+def _link_may_end(m: re.Match[str]) -> bool:
+    """Whether ``m`` may end a link: its paragraph has a "[" before it."""
+    return m.string.find("[", m.string.rfind("\n\n", 0, m.start()) + 1, m.start()) >= 0
 
 
 # A line the site's engine would take for the opening of a fence (superfences reads them inside
@@ -154,9 +186,34 @@ def _paragraph_before(m: re.Match[str]) -> str:
 _FENCE_LINE_RE = re.compile(r"^([ \t>]*)([`~])(?=\2\2)", re.M)
 
 
+def _comments(text: str) -> list[tuple[int, int, int]]:
+    """``(start, end, 0)`` of each HTML comment in ``text`` (found with str.find: a regex that
+    tries every unclosed ``<!--`` against the rest of the text takes minutes over many)."""
+    spans = []
+    at = 0
+    while (start := text.find("<!--", at)) >= 0 and (end := text.find("-->", start + 4)) >= 0:
+        spans.append((start, end + 3, 0))
+        at = end + 3
+    return spans
+
+
 def _prose(text: str) -> str:
-    made = _PROSE_RE.sub(_swap, text)
-    return _FENCE_LINE_RE.sub(lambda m: f"{m.group(1)}&#{ord(m.group(2))};", made)
+    made: list[str] = []
+    at = 0
+    # Code spans are kept (or written as HTML), comments dropped; where one starts inside the
+    # other, the first to start wins. The rest is read by _PROSE_RE in place, so that a link's
+    # "[" before a code span is still seen.
+    for start, end, ticks in [*sorted(_code_spans(text) + _comments(text)), (len(text), len(text), 0)]:
+        if start < at:
+            continue
+        for m in _PROSE_RE.finditer(text, at, start):
+            made += [text[at : m.start()], _swap(m)]
+            at = m.end()
+        made.append(text[at:start])
+        if ticks:
+            made.append(_code_span(text[start:end], ticks))
+        at = end
+    return _FENCE_LINE_RE.sub(lambda m: f"{m.group(1)}&#{ord(m.group(2))};", "".join(made))
 
 
 def split_fences(text: str) -> list[tuple[bool, str]]:
