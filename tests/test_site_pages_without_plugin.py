@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from site_kb import build_plain_site, make_site_project
+from conftest import invoke
+from site_kb import TODAY, build_plain_site, make_site_project
 from test_site_sanitize import dangers, hostile_bug, hostile_files, import_hostile_report
 from test_site_user_text import (
     EVIL,
@@ -81,3 +82,23 @@ def test_hostile_text_is_shown_as_written(plain_site: Path) -> None:
     fenced = outline(article((plain_site / "bugs" / "BUG-20251114-002" / "index.html").read_text("utf-8")))
     assert f"<!-- kbgen:html -->\n<img src={TRACKER}>\n<!-- /kbgen:html -->\n" in fenced.code
     assert not re.search(r"<!-- /?kbgen:html", (plain_site / "bugs" / "index.html").read_text("utf-8"))
+
+
+def test_build_pages_refuses_a_docs_link_to_a_file_outside(tmp_path: Path) -> None:
+    """The pages go to another engine, which would publish whatever the link points at."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("kbgen-test-secret-5e1d\n", encoding="utf-8")
+    project = make_site_project(tmp_path / "project")
+    (project / "docs" / "notes.txt").symlink_to(outside)
+    out = tmp_path / "pages"
+    result = invoke("--kb", str(project), "build-pages", str(out), KBGEN_NOW=TODAY)
+    assert result.exit_code == 1
+    assert f"{project / 'docs' / 'notes.txt'}: a symbolic link to {outside}, outside" in result.output
+    assert not out.exists() or "kbgen-test-secret-5e1d" not in "".join(
+        p.read_text(encoding="utf-8", errors="replace") for p in out.rglob("*") if p.is_file()
+    )
+    # a link that stays inside docs/ is published like the file it points at
+    (project / "docs" / "notes.txt").unlink()
+    (project / "docs" / "guide.md").symlink_to(project / "docs" / "getting-started.md")
+    assert invoke("--kb", str(project), "build-pages", str(out), KBGEN_NOW=TODAY).exit_code == 0
+    assert (out / "guide.md").read_text(encoding="utf-8").startswith("# Getting started")
