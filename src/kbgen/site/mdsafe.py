@@ -3,7 +3,10 @@
 Titles, error messages and tracebacks are data: :func:`inline` escapes everything Markdown or
 HTML would interpret, :func:`fence` wraps a block in a code fence no backtick run inside can
 close. Bodies people wrote are Markdown and stay Markdown: :func:`body` keeps the formatting but
-drops HTML comments, turns raw HTML into visible text and disarms script links.
+drops HTML comments, turns raw HTML and reference definitions into visible text and images into
+links, and disarms script links. What it writes is safe without a sanitizer (``kbgen
+build-pages`` output is built by engines without kbgen's plugin) for an engine that reads
+Markdown as Python-Markdown with the site's extensions does.
 """
 
 from __future__ import annotations
