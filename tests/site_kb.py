@@ -329,3 +329,26 @@ def mkdocs_build(project: Path, *extra: str) -> subprocess.CompletedProcess[str]
         timeout=300,
         check=False,
     )
+
+
+def build_plain_site(project: Path, work: Path) -> Path:
+    """``kbgen build-pages`` into ``work/pages``, then ``mkdocs build`` of those pages with the
+    project's mkdocs.yml less the kbgen plugin, as an engine without it builds them; returns the
+    built site's folder (``work/site``)."""
+    from conftest import invoke
+
+    pages = work / "pages"
+    result = invoke("--kb", str(project), "build-pages", str(pages), KBGEN_NOW=TODAY)
+    assert result.exit_code == 0, result.output
+    config = (project / "mkdocs.yml").read_text(encoding="utf-8")
+    plain = config.replace("  - kbgen:\n      stale_days: 180\n", "").replace(
+        "docs_dir: docs", f"docs_dir: {pages}"
+    )
+    assert plain != config and "kbgen" not in plain.split("plugins:")[1].split("nav:")[0]
+    (work / "plain.yml").write_text(plain, encoding="utf-8")
+    # not strict: the hostile records' links point nowhere, which mkdocs rightly warns about
+    result = mkdocs_build(
+        project, "-f", str(work / "plain.yml"), "--site-dir", str(work / "site"), "--no-strict"
+    )
+    assert result.returncode == 0, result.stderr
+    return work / "site"

@@ -27,6 +27,7 @@ import pytest
 
 from conftest import PATIENCE
 from site_kb import make_site_project, mkdocs_build
+from test_site_pages_without_plugin import EXTRA, build_hostile_plain_site
 from test_site_sanitize import KNOWN_HOLES, build_hostile_site
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -268,16 +269,33 @@ _SCRIPT_LINKS = (
 
 
 def hostile_pages(site: str) -> list[str]:
-    ids = [f"BUG-20251113-00{n}" for n in range(1, len(KNOWN_HOLES) + 1)]
+    ids = [f"BUG-20251113-{n:03d}" for n in range(1, len(KNOWN_HOLES) + 1)]
     return [site + f"bugs/{bug}/" for bug in ["BUG-20251112-014", *ids, "BUG-20251120-001"]] + [
         site + "bugs/"
     ]
 
 
 def test_pages_from_hostile_records_fire_no_dialog(hostile_site_url: str, browser: Browser) -> None:
+    nothing_fires(browser, hostile_pages(hostile_site_url))
+
+
+@pytest.fixture(scope="module")
+def plain_hostile_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same hostile KB written by `kbgen build-pages` and built by mkdocs without the plugin."""
+    work = tmp_path_factory.mktemp("plain-out")
+    yield from serve(build_hostile_plain_site(tmp_path_factory.mktemp("plain"), work))
+
+
+def test_pages_built_without_the_plugin_fire_no_dialog(plain_hostile_url: str, browser: Browser) -> None:
+    extra = [plain_hostile_url + f"bugs/{bug}/" for bug in EXTRA]
+    nothing_fires(browser, [*hostile_pages(plain_hostile_url), *extra])
+
+
+def nothing_fires(browser: Browser, urls: list[str]) -> None:
+    """Open each page: no dialog, handler, script, frame or script link, and the hostile title as text."""
     browser.call("Page.enable", session=True)
     browser.call("Page.addScriptToEvaluateOnNewDocument", session=True, source=_TRAP_DIALOGS)
-    for url in hostile_pages(hostile_site_url):
+    for url in urls:
         browser.open(url)
         # image errors (onerror) and toggles fire after load: let them settle
         browser.wait_for("[...document.images].every(i => i.complete)")
@@ -288,8 +306,10 @@ def test_pages_from_hostile_records_fire_no_dialog(hostile_site_url: str, browse
             url
         )
         assert browser.evaluate(_SCRIPT_LINKS) == 0, url
+        assert browser.evaluate("document.querySelectorAll('article img').length") == 0, url
     dialogs = [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"]
     assert dialogs == []
+    browser.open(urls[0].split("bugs/")[0] + "bugs/BUG-20251120-001/")
     assert "Loader crashes <img src=x onerror=alert(21)>" in text_of(browser, "article")  # shown as text
 
 

@@ -42,9 +42,23 @@ class _Echo(logging.Handler):
     help="mkdocs configuration. Default: mkdocs.yml beside kb/.",
 )
 @click.option("-o", "--open", "open_browser", is_flag=True, help="Open the site in a web browser.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests that reach the server by this host name or address (repeatable). "
+    "By default only localhost, 127.0.0.1, [::1] and the --dev-addr host are answered, so that no "
+    "other web site can read the preview through a name of its own (DNS rebinding).",
+)
 @click.pass_context
 def serve(
-    ctx: click.Context, dev_addr: str, full_reload: bool, config_file: Path | None, open_browser: bool
+    ctx: click.Context,
+    dev_addr: str,
+    full_reload: bool,
+    config_file: Path | None,
+    open_browser: bool,
+    allow_hosts: tuple[str, ...],
 ) -> None:
     """Serve the KB site and reload the browser when kb/, docs/ or the project's own templates/
     change.
@@ -55,11 +69,15 @@ def serve(
     \b
     Example:
       kbgen serve --dev-addr 127.0.0.1:8000
+      kbgen serve --dev-addr 0.0.0.0:8000 --allow-host kb.lab.example   # for the team
     """
     from mkdocs.commands.serve import serve as mkdocs_serve
     from mkdocs.exceptions import MkDocsException
 
     from kbgen.errors import KbgenError
+    from kbgen.site import devserver
+
+    devserver.allow_hosts(allow_hosts)  # the kbgen plugin's on_serve puts the guard in place
 
     config = config_file or _config_of(ctx)
     logger = logging.getLogger("mkdocs")

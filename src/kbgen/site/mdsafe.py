@@ -3,13 +3,18 @@
 Titles, error messages and tracebacks are data: :func:`inline` escapes everything Markdown or
 HTML would interpret, :func:`fence` wraps a block in a code fence no backtick run inside can
 close. Bodies people wrote are Markdown and stay Markdown: :func:`body` keeps the formatting but
-drops HTML comments, turns raw HTML into visible text and disarms script links.
+drops HTML comments, turns raw HTML and reference definitions into visible text and images into
+links, and disarms script links. What it writes is safe without a sanitizer (``kbgen
+build-pages`` output is built by engines without kbgen's plugin) for an engine that reads
+Markdown as Python-Markdown with the site's extensions does.
 """
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
+import urllib.parse
 
 from markupsafe import Markup
 
@@ -70,20 +75,37 @@ def code(text: object) -> Markup:
 
 # --------------------------------------------------------------------------- bodies
 
-# In prose: inline code spans (kept), HTML comments (dropped), then what must be disarmed.
+# In prose, what Markdown would make markup of, each rewritten by ``_swap``. The written Markdown
+# must be safe for any engine that reads it as Python-Markdown does, sanitizer or not (`kbgen
+# build-pages`): the only ``<`` left raw is the one of a web autolink, every link destination is
+# checked, and what is code to kbgen is code to the engine whichever way it pairs backticks.
 _PROSE_RE = re.compile(
-    r"(?P<code>(?P<ticks>`+)(?:(?!\n[ \t]*\n)[\s\S])*?(?<!`)(?P=ticks)(?!`))"
-    r"|(?P<comment><!--[\s\S]*?-->)"
-    r"|(?P<link>\]\(\s*<?)(?P<dest>(?:[^()\"'\n>]|\([^()\n]*\))*)"
-    r"|(?P<ref>^[ ]{0,3}\[[^\]\n]+\]:[ \t]*<?)(?P<rdest>[^\s>]*)"
-    r"|(?P<auto><(?:https?|ftps?|mailto):[^\s<>]*>)"
+    # a backslash escape Python-Markdown honours: kept, so the character after it stays literal
+    r"(?P<esc>\\[\\`*_{}\[\]()>#+\-.!])"
+    r"|(?P<tick>`+)"  # backticks outside code spans (_code_spans): they close nothing
+    # a destination in angle brackets ([text](<url>)): without a "[" before it, it is a tag
+    r"|(?P<alink>\]\([ \t]*\n?[ \t]*<)(?P<adest>[^<>\n]*)>"
+    # a destination; Python-Markdown reads one across a line break ("java\nscript:"). It stops
+    # before what another rule must see: "](" of the next link, "![" of an image, "{"
+    r"|(?P<link>\]\(\s*)"
+    r"(?P<dest>(?:[^()\[\]\"'<>`\n\\!{]|\\[^`<\n]|\n(?=[ \t]*\S)|\([^()\[\]\"'<>`\n!{]*\))*)"
+    r"|(?P<ref>\[)(?=[^\[\]]*\]:)"  # the label of a reference definition: `[r]: url`
+    r"|(?P<bang>!)(?=\[)"  # an image: it would load from wherever the text says, for every reader
+    r"|(?P<auto><(?:https?|ftps?)://[^\s<>`\"'\\]*>)"
     r"|(?P<lt><)"
-    r"|(?P<brace>\{)",
-    re.MULTILINE,
+    r"|(?P<brace>\{)",  # attribute lists: `{ onclick=... }` must never reach attr_list
 )
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto", "ftp", "ftps"})
 _SCHEME_RE = re.compile(r"^([a-z][a-z0-9+.-]*):")
 _CONTROL_RE = re.compile(r"[\x00-\x20\x7f]+")
+# Inside a code span kbgen writes as HTML: every character HTML or Markdown would read, as an entity.
+_CODE_TABLE = str.maketrans({ch: f"&#{ord(ch)};" for ch in "&<>\"'`*_\\[]{}|~^:!#="})
+# A code span whose text none of these is in stays Markdown; it is inert however it is paired.
+_CODE_PLAIN_RE = re.compile(r"[<>\[\]{}\n]")
+_TICKS_RE = re.compile(r"`+")
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# A URL in angle brackets written without them: what would end it or make it a tag, encoded.
+_URL_SAFE = "/:?#@!$&*+,;=%~-._[]"
 
 
 def safe_target(dest: str) -> bool:
@@ -94,19 +116,107 @@ def safe_target(dest: str) -> bool:
     return scheme is None or scheme.group(1) in _SAFE_SCHEMES
 
 
-def _prose(text: str) -> str:
-    def swap(m: re.Match[str]) -> str:
-        if m.group("code") or m.group("auto"):
-            return m.group(0)
-        if m.group("comment"):
-            return ""
-        for lead, target in (("link", "dest"), ("ref", "rdest")):
-            if m.group(lead):
-                dest = m.group(target)
-                return m.group(lead) + (dest if safe_target(dest) else "about:blank")
-        return "&lt;" if m.group("lt") else "&#123;"
+def _code_spans(text: str) -> list[tuple[int, int, int]]:
+    """``(start, end, ticks)`` of each code span in ``text``, as CommonMark pairs them: a run of
+    backticks not escaped by a backslash opens one, the next run of the same length closes it,
+    never across a blank line. One pass with an index per run length: no regex backtracking,
+    which took minutes over a few kilobytes of backtick runs of different lengths."""
+    runs = [(m.start(), len(m.group())) for m in _TICKS_RE.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for number, (_, length) in enumerate(runs):
+        by_length.setdefault(length, []).append(number)
+    blanks = [m.start() for m in _BLANK_LINE_RE.finditer(text)]
+    spans = []
+    number = 0
+    while number < len(runs):
+        start, length = runs[number]
+        number += 1
+        slashes = 0
+        while slashes < start and text[start - slashes - 1] == "\\":
+            slashes += 1
+        if slashes % 2:  # the first backtick is escaped: the rest of the run may open one
+            start, length = start + 1, length - 1
+        same = by_length.get(length, [])
+        at = bisect.bisect_left(same, number)
+        if length == 0 or at == len(same):
+            continue
+        closer = runs[same[at]][0]
+        blank = bisect.bisect_left(blanks, start)
+        if blank < len(blanks) and blanks[blank] < closer:
+            continue
+        spans.append((start, closer + length, length))
+        number = same[at] + 1
+    return spans
 
-    return _PROSE_RE.sub(swap, text)
+
+def _code_span(span: str, ticks: int) -> str:
+    inner = span[ticks:-ticks]
+    if not _CODE_PLAIN_RE.search(inner):
+        return span
+    # Written as HTML, so no pairing of backticks and no block break makes its text markup.
+    return "<code>" + " ".join(inner.split()).translate(_CODE_TABLE) + "</code>"
+
+
+def _swap(m: re.Match[str]) -> str:
+    kind = {"adest": "alink", "dest": "link"}.get(str(m.lastgroup), m.lastgroup)
+    text = m.group(0)
+    if kind in ("esc", "auto"):
+        return text if text not in ("\\{", "\\}") else f"&#{ord(text[1])};"
+    if kind == "tick":
+        return "\\`" * len(text)
+    if kind == "alink":
+        dest, lead = m.group("adest"), m.group("alink")[:-1]
+        if not _link_may_end(m):
+            return lead + "&lt;" + _prose(dest) + ">"  # no link can end here: show it as written
+        if not safe_target(dest):
+            return lead + "about:blank"
+        return lead + urllib.parse.quote(dest.strip(), safe=_URL_SAFE)  # the same link, unbracketed
+    if kind == "link":
+        dest = m.group("dest")
+        return m.group("link") + (dest if safe_target(dest) else "about:blank")
+    return {"ref": "\\[", "bang": "\\!", "lt": "&lt;", "brace": "&#123;"}[str(kind)]
+
+
+def _link_may_end(m: re.Match[str]) -> bool:
+    """Whether ``m`` may end a link: its paragraph has a "[" before it."""
+    return m.string.find("[", m.string.rfind("\n\n", 0, m.start()) + 1, m.start()) >= 0
+
+
+# A line the site's engine would take for the opening of a fence (superfences reads them inside
+# quotes too). Prose holds none as written (a fence there is code to kbgen), but a comment taken
+# out can bring one to the start of its line, and the engine would then pair it with the fence of
+# kbgen's next code block and show that block's code as prose.
+_FENCE_LINE_RE = re.compile(r"^([ \t>]*)([`~])(?=\2\2)", re.M)
+
+
+def _comments(text: str) -> list[tuple[int, int, int]]:
+    """``(start, end, 0)`` of each HTML comment in ``text`` (found with str.find: a regex that
+    tries every unclosed ``<!--`` against the rest of the text takes minutes over many)."""
+    spans = []
+    at = 0
+    while (start := text.find("<!--", at)) >= 0 and (end := text.find("-->", start + 4)) >= 0:
+        spans.append((start, end + 3, 0))
+        at = end + 3
+    return spans
+
+
+def _prose(text: str) -> str:
+    made: list[str] = []
+    at = 0
+    # Code spans are kept (or written as HTML), comments dropped; where one starts inside the
+    # other, the first to start wins. The rest is read by _PROSE_RE in place, so that a link's
+    # "[" before a code span is still seen.
+    for start, end, ticks in [*sorted(_code_spans(text) + _comments(text)), (len(text), len(text), 0)]:
+        if start < at:
+            continue
+        for m in _PROSE_RE.finditer(text, at, start):
+            made += [text[at : m.start()], _swap(m)]
+            at = m.end()
+        made.append(text[at:start])
+        if ticks:
+            made.append(_code_span(text[start:end], ticks))
+        at = end
+    return _FENCE_LINE_RE.sub(lambda m: f"{m.group(1)}&#{ord(m.group(2))};", "".join(made))
 
 
 def split_fences(text: str) -> list[tuple[bool, str]]:
@@ -130,6 +240,28 @@ def _pieces(doc: mdtext.Document) -> list[tuple[mdtext.Code | None, int, int]]:
         at = block.end
     pieces.append((None, offsets[at], offsets[-1]))
     return [p for p in pieces if p[2] > p[1]]
+
+
+_INDENTED_CODE_RE = re.compile(r"(?: {4}| {0,3}\t)[ \t]*\S")
+_QUOTED_RE = re.compile(r"^(?: {0,3}> ?)+")
+_LEADING_BLANK_RE = re.compile(r"\A(?:[ \t]*\n)+")
+
+
+def _gap(block: mdtext.Code, lines: list[str]) -> str:
+    """A blank line to put before ``block`` where the site's engine (superfences) might take its
+    fence for the rest of the text above (indented code, in a quote or not) and its code for
+    prose, raw HTML and all. In CommonMark the blank line changes nothing; in a list item it
+    makes the list loose, so there it goes only after indented lines."""
+    at = block.start - 1
+    if at < 0 or not lines[at].strip():
+        return ""
+    if block.column == 0:
+        return "\n"
+    while at >= 0 and lines[at].strip():
+        if _INDENTED_CODE_RE.match(_QUOTED_RE.sub("", lines[at][block.column :])):
+            return "\n"
+        at -= 1
+    return ""
 
 
 _LANG_RE = re.compile(r"\.?[\w#.+-]+(?=[ \t]|$)")
@@ -177,7 +309,8 @@ def body(text: str, top: int = 3) -> Markup:
         if block is None:
             made.append(_prose(chunk))
         else:  # a block that ran to its list item's end is followed by a line break
-            made.append(_code(block, doc.lines) + ("\n" if chunk.endswith("\n") else ""))
+            made.append(_gap(block, doc.lines) + _code(block, doc.lines))
+            made.append("\n" if chunk.endswith("\n") else "")
     doc = mdtext.read("".join(made))
     levels = [h.level for h in doc.headings]
     shift = max(0, top - min(levels)) if levels else 0
@@ -189,4 +322,7 @@ def body(text: str, top: int = 3) -> Markup:
         else:
             lines[heading.line] = "#" * min(6, heading.level + shift) + heading.text
     # Guidance comments of an unfilled template leave runs of blank lines behind.
-    return Markup(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip("\n"))
+    joined = re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
+    # Blank lines around it go, spaces or tabs and all: a line of them first in a page is
+    # indented code to the site's engine, which then takes a fence below it for more of it.
+    return Markup(_LEADING_BLANK_RE.sub("", joined).rstrip())

@@ -75,6 +75,9 @@ def folder_files(folder: Path) -> dict[str, bytes]:
             path = Path(here) / name
             if path.is_dir():
                 continue  # a link to a folder
+            why = unpublishable(path, folder.resolve()) if path.is_symlink() else None
+            if why is not None:
+                raise KbgenError(f"{path}: {why}; kbgen does not publish it", hint="remove the link")
             try:
                 found[path.relative_to(folder).as_posix()] = read_limited(path, MAX_DOCS_FILE)
             except Unreadable as exc:
@@ -82,6 +85,22 @@ def folder_files(folder: Path) -> dict[str, bytes]:
             except OSError as exc:
                 raise KbgenError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return found
+
+
+def unpublishable(path: Path, docs: Path) -> str | None:
+    """Why the file ``path`` found in the docs folder ``docs`` (resolved) must not be published:
+    a symbolic link leading out of it (a preview would serve whatever it points at, a file of
+    the user's home included), or not a regular file (a FIFO would hang the build); None if fine."""
+    try:
+        real = path.resolve(strict=True)
+        info = real.stat()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a loop of links
+        return f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+    if docs not in real.parents:
+        return f"a symbolic link to {real}, outside {docs}"
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    return None
 
 
 # --------------------------------------------------------------------------- writing

@@ -29,7 +29,7 @@ from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
 from kbgen.fleet.pages import FLEET
-from kbgen.site import mdsafe, navmemo, output, pages, rawhtml, render
+from kbgen.site import devserver, mdsafe, navmemo, output, pages, rawhtml, render
 from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.store import Project, find_project
 
@@ -71,6 +71,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
         self.navmemo: navmemo.NavMemo | None = None
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
+        self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
@@ -93,7 +94,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         except KbgenError as exc:
             raise PluginError(f"kbgen: {exc}") from None
         if self.env is None:
-            self.env = render.make_environment(render.template_dirs(self.project.root), lift_html=True)
+            self.env = render.make_environment(render.template_dirs(self.project.root), html_nonce=self.nonce)
         if ASSET_CSS not in config.extra_css:
             config.extra_css.append(ASSET_CSS)
         if ASSET_JS not in [str(script) for script in config.extra_javascript]:
@@ -103,6 +104,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         assert self.project is not None
         generated = self._generate()
         docs = Path(config.docs_dir).resolve()
+        self._leave_out_unsafe(files, config.docs_dir, docs)
         bodies = {p.uri: p.text.encode("utf-8") for p in generated}
         if self.pages_dir is not None:
             output.write_pages(bodies, self.pages_dir)
@@ -125,6 +127,17 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.generated = {p.uri for p in generated}
         self.urls = {file.url for file in files.documentation_pages()}
         return files
+
+    def _leave_out_unsafe(self, files: Files, docs_dir: str, docs: Path) -> None:
+        """Drop the files of docs/ that are links out of it, or not regular files (mkdocs follows
+        links): a build or preview would publish what they point at."""
+        for file in list(files):
+            if file.src_dir != docs_dir:
+                continue  # the theme's files, or generated ones
+            why = output.unpublishable(Path(file.abs_src_path or ""), docs)
+            if why is not None:
+                log.warning(f"kbgen: {docs / file.src_uri} is left out of the site: {why}")
+                files.remove(file)
 
     def _generate(self) -> list[pages.Page]:
         assert self.project is not None
@@ -212,7 +225,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
     def on_page_markdown(self, markdown: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
         if page.file.src_uri not in self.generated:
             return markdown
-        lifted = rawhtml.Lifted()
+        lifted = rawhtml.Lifted(self.nonce)
         markdown = lifted.lift(markdown)
         if lifted.blocks:
             self.lifted[page.file.src_uri] = lifted
@@ -280,6 +293,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None
+        devserver.install(server, config.dev_addr.host)  # no answer to a foreign Host: header
         for folder in [self.project.kb, *render.template_dirs(self.project.root)]:
             if folder.is_dir():  # a templates/ made later is seen at the next start
                 server.watch(str(folder))

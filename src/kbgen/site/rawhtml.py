@@ -2,9 +2,15 @@
 
 The bug index of a large KB is one HTML table of thousands of rows. Python-Markdown parses such a
 block tag by tag (``md_in_html``) to let mkdocs rewrite its links, which made that one page about a
-fifth of a rebuild at 1,000 bugs. A template marks such a block with ``<!-- kbgen:html -->`` and
-``<!-- /kbgen:html -->``; the plugin lifts it out before Markdown runs, leaving a placeholder, and
-puts it back into the page's HTML with its ``.md`` links made into the site's URLs as mkdocs would.
+fifth of a rebuild at 1,000 bugs. A template marks such a block with ``<!-- kbgen:html NONCE -->``
+and ``<!-- /kbgen:html NONCE -->``; the plugin lifts it out before Markdown runs, leaving a
+placeholder, and puts it back into the page's HTML with its ``.md`` links made into the site's URLs
+as mkdocs would.
+
+Only what a template wrote may be lifted: the text of a record is on the same page, and whatever
+it holds between two marker lines would reach the HTML unread by Markdown (a raw ``<img>``), or be
+cut out of a code block. So the markers carry a nonce the plugin draws when it starts (the
+``html_nonce`` of the templates), which no record can know: it never reaches a built page.
 
 The Markdown stays complete on its own: a site built from ``kbgen build-pages`` output without
 the plugin renders the same block through ``md_in_html``.
@@ -18,17 +24,24 @@ import re
 import secrets
 from collections.abc import Callable
 
-_MARK = "<!-- kbgen:html -->"
-_BLOCK = re.compile(r"^<!-- kbgen:html -->\n(.*?)^<!-- /kbgen:html -->$", re.M | re.S)
 _HREF = re.compile(r'href="([^"#]+\.md)(#[^"]*)?"')
+
+
+def new_nonce() -> str:
+    """A secret for the markers of one site plugin's pages."""
+    return secrets.token_hex(16)
 
 
 class Lifted:
     """The blocks lifted from one page, and the placeholders that stand for them."""
 
-    def __init__(self) -> None:
+    def __init__(self, nonce: str) -> None:
         self.token = f"kbgenhtml{secrets.token_hex(8)}x"  # no text of a record can guess it
         self.blocks: list[str] = []
+        self.mark = f"<!-- kbgen:html {nonce} -->"
+        self.block = re.compile(
+            f"^{re.escape(self.mark)}\n(.*?)^<!-- /kbgen:html {re.escape(nonce)} -->$", re.M | re.S
+        )
 
     def lift(self, markdown: str) -> str:
         """``markdown`` with each marked block replaced by a placeholder paragraph."""
@@ -37,9 +50,9 @@ class Lifted:
             self.blocks.append(match.group(1))
             return f"\n{self.token}{len(self.blocks) - 1}\n"
 
-        if _MARK not in markdown:  # most pages: one substring search, not a regex scan per line
+        if self.mark not in markdown:  # most pages: one substring search, not a regex scan per line
             return markdown
-        return _BLOCK.sub(keep, markdown)
+        return self.block.sub(keep, markdown)
 
     def restore(self, page_html: str, url_of: Callable[[str], str | None]) -> str:
         """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``."""

@@ -145,11 +145,11 @@ def _body(context: Any, text: str, top: int = 3) -> Markup:
     return made if site is None else Markup(link_bug_ids(made, site.bugs, context["here"]))
 
 
-def make_environment(dirs: list[Path], *, lift_html: bool = False) -> jinja2.Environment:
+def make_environment(dirs: list[Path], *, html_nonce: str = "") -> jinja2.Environment:
     """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors.
 
-    ``lift_html``: the site plugin builds the pages and lifts big HTML tables out of Markdown's way
-    (:mod:`kbgen.site.rawhtml`)."""
+    ``html_nonce``: the site plugin builds the pages and lifts big HTML tables, marked with this
+    secret, out of Markdown's way (:mod:`kbgen.site.rawhtml`)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
         autoescape=True,  # with _finalize: anything not Markup becomes literal Markdown
@@ -195,7 +195,8 @@ def make_environment(dirs: list[Path], *, lift_html: bool = False) -> jinja2.Env
         PROBES=PROBES,
         TAGS=TAGS,
         SEVERITIES=SEVERITY_ORDER,
-        lift_html=lift_html,
+        lift_html=bool(html_nonce),
+        html_nonce=html_nonce,
     )
     return env
 

@@ -50,9 +50,10 @@ def task(state: Enum) -> Markup:
     return Markup(f"- [{'x' if state.value == 'passed' else ' '}] {mark(state.value)}")
 
 
-# Code spans, links and autolinks are left alone; a bare bug id outside them becomes a link.
+# Code spans (also those mdsafe writes as HTML), links and autolinks are left alone; a bare bug id
+# outside them becomes a link.
 _BUG_REF_RE = re.compile(
-    r"(?P<skip>(?P<ticks>`+).*?(?P=ticks)|\[[^\]\n]*\]\([^)\n]*\)|<[^>\n]*>)"
+    r"(?P<skip>(?P<ticks>`+).*?(?P=ticks)|\[[^\]\n]*\]\([^)\n]*\)|<code>[^<]*</code>|<[^>\n]*>)"
     r"|(?<![\w/#.-])(?P<bug>BUG-\d{8}-\d{3,})(?![\w-])",
     re.DOTALL,
 )

@@ -1,0 +1,72 @@
+"""What the live preview server (``kbgen serve``, or ``mkdocs serve`` with the kbgen plugin) answers.
+
+mkdocs' development server answers every request that reaches its port. A page on another site,
+open in the browser of someone running it, can look its own host name up to 127.0.0.1 (DNS
+rebinding) and read the preview through it, drafts of bug reports and all. Such requests name
+the attacker's host in their ``Host:`` header: the server answers only requests that name it
+by a loopback name, by the host of ``--dev-addr``, or by a name ``kbgen serve --allow-host``
+adds. A path holding a NUL (``%00``) is a bad request; the server's own file lookup fails on it
+with a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+#: the names of this machine's loopback interface, as a browser writes them in ``Host:``
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+_allowed: frozenset[str] = frozenset()  # the names `kbgen serve --allow-host` adds for this run
+
+Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def allow_hosts(names: Iterable[str]) -> None:
+    """Also answer requests that name the server by one of ``names`` (this process's servers)."""
+    global _allowed
+    _allowed = frozenset(host_name(name) for name in names)
+
+
+def host_name(header: str) -> str:
+    """The host of a ``Host:`` header (or an address), without its port and brackets, lower case."""
+    value = header.strip().lower()
+    if value.startswith("["):  # an IPv6 address: [::1]:8000
+        return value[1 : value.find("]")] if "]" in value else value
+    name, colon, port = value.rpartition(":")
+    if colon and ":" not in name and (port.isdigit() or not port):
+        value = name
+    return value.rstrip(".")
+
+
+def guard(app: Wsgi, names: frozenset[str]) -> Wsgi:
+    """``app`` answering only requests whose ``Host:`` is one of ``names`` and whose path has no NUL."""
+
+    def checked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if "\0" in str(environ.get("PATH_INFO", "")):
+            return _refuse(start_response, "400 Bad Request", "A path holds a NUL character.")
+        host = environ.get("HTTP_HOST")
+        if host is not None and host_name(str(host)) not in names:
+            shown = ", ".join(f"[{n}]" if ":" in n else n for n in sorted(names))
+            return _refuse(
+                start_response,
+                "403 Forbidden",
+                f"This preview answers only requests for {shown}. To reach it by another name, "
+                "start it with `kbgen serve --allow-host NAME`.",
+            )
+        return app(environ, start_response)
+
+    return checked
+
+
+def _refuse(start_response: Callable[..., Any], status: str, why: str) -> list[bytes]:
+    body = (why + "\n").encode("utf-8")
+    headers = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+    start_response(status, headers)
+    return [body]
+
+
+def install(server: Any, dev_host: str) -> None:
+    """Put the guard in front of mkdocs' live-reload ``server`` (a wsgiref server) that listens on
+    ``dev_host``."""
+    server.set_app(guard(server.get_app(), LOOPBACK | {host_name(dev_host)} | _allowed))
