@@ -57,9 +57,9 @@ def test_a_dangling_mkdocs_link_is_reported_not_followed(places: tuple[Path, Pat
     (project / "mkdocs.yml").symlink_to(outside / "mkdocs.yml")
     before = snapshot(outside)
     result = invoke("init", *(["--force"] if force else []), str(project))
+    assert snapshot(outside) == before
     assert result.exit_code == 1, result.output
     assert "mkdocs.yml: a symbolic link, which kbgen never writes through" in result.output
-    assert snapshot(outside) == before
     assert (project / "mkdocs.yml").is_symlink() and (project / "kb/probes/README.md").is_file()
     assert "created docs/getting-started.md" in result.output
 
@@ -69,9 +69,9 @@ def test_a_linked_pre_commit_config_gets_no_hook(places: tuple[Path, Path]) -> N
     (project / PRE_COMMIT).symlink_to(outside / "hooks.yaml")
     before = snapshot(outside)
     result = invoke("init", str(project))
+    assert snapshot(outside) == before and (outside / "hooks.yaml").read_text() == HOOKS
     assert result.exit_code == 1
     assert f"{PRE_COMMIT}: a symbolic link, which kbgen never writes through" in result.output
-    assert snapshot(outside) == before and (outside / "hooks.yaml").read_text() == HOOKS
 
 
 @pytest.mark.parametrize("folder", ["kb", ".github", "docs"])
@@ -81,11 +81,40 @@ def test_a_folder_linked_elsewhere_is_not_written_into(places: tuple[Path, Path]
     before = snapshot(outside)
     for args in [("init",), ("init", "--force")]:
         result = invoke(*args, str(project))
+        assert snapshot(outside) == before
         assert result.exit_code == 1
         assert f"  {folder}: a symbolic link, which kbgen never writes through\n" in result.output
         assert result.output.count(f"  {folder}: ") == 1  # one line for the folder, not one per file
-        assert snapshot(outside) == before
     assert (project / "mkdocs.yml").is_file() and (project / ".gitignore").read_text() == "site/\n"
+
+
+def test_links_put_in_place_after_the_check_are_not_followed(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another program swaps names for links between init's look at the folder and its writes."""
+    from kbgen import init as scaffold
+
+    project, outside = places
+    (project / ".gitignore").write_text("build/\n")
+    (outside / "ignored").write_text("x\n")
+    real_apply = scaffold.apply
+
+    def swap_then_apply(root: Path, actions: list[scaffold.Action], *, force: bool) -> list[scaffold.Action]:
+        (project / "kb").symlink_to(outside / "folder", target_is_directory=True)
+        (project / "mkdocs.yml").symlink_to(outside / "mkdocs.yml")
+        (project / ".gitignore").unlink()
+        (project / ".gitignore").symlink_to(outside / "ignored")
+        return real_apply(root, actions, force=force)
+
+    monkeypatch.setattr(scaffold, "apply", swap_then_apply)
+    before = snapshot(outside)
+    result = invoke("init", str(project))
+    assert snapshot(outside) == before
+    assert result.exit_code == 1
+    assert "  kb: a symbolic link, which kbgen never writes through\n" in result.output
+    assert "  mkdocs.yml: appeared while kbgen init ran; left alone\n" in result.output
+    assert "  .gitignore: changed while kbgen init ran; left alone\n" in result.output
+    assert (project / "docs/getting-started.md").is_file()
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(places: tuple[Path, Path]) -> None:
@@ -154,26 +183,30 @@ def test_a_comment_naming_the_hook_does_not_stand_for_it(tmp_path: Path) -> None
     assert hook_ids(config) == ["lint", "kbgen-validate"]
 
 
-@pytest.mark.parametrize(
-    ("before", "after"),
-    [
-        (None, "site/\n"),
-        ("node_modules/\n*.pyc", "node_modules/\n*.pyc\nsite/\n"),
-        ("*.html\r\n", "*.html\r\nsite/\r\n"),  # the html pages alone are not the whole site
-        ("/site\n", "/site\n"),
-        ("build/\nsite/*\n", "build/\nsite/*\n"),
-        ("\\\nsite\n", "\\\nsite\n"),  # a line git reads but pathspec refuses is passed over
-    ],
-)
-def test_init_ignores_the_built_site_in_git(tmp_path: Path, before: str | None, after: str) -> None:
-    gitignore = tmp_path / ".gitignore"
-    if before is not None:
-        gitignore.write_bytes(before.encode())
-    result = invoke("init", str(tmp_path))
-    assert result.exit_code == 0, result.output
-    assert gitignore.read_bytes() == after.encode()
-    assert ("site/ to .gitignore" in result.output) == (before is not None and before != after)
-    assert invoke("init", "--dry-run", str(tmp_path)).output == ""
+#: .gitignore before `kbgen init` -> after (None: there is none)
+GITIGNORES: list[tuple[str | None, str]] = [
+    (None, "site/\n"),
+    ("node_modules/\n*.pyc", "node_modules/\n*.pyc\nsite/\n"),
+    ("*.html\r\n", "*.html\r\nsite/\r\n"),  # the html pages alone are not the whole site
+    ("/site\n", "/site\n"),
+    ("build/\nsite/*\n", "build/\nsite/*\n"),
+    ("\\\nsite\n", "\\\nsite\n"),  # a line git reads but pathspec refuses is passed over
+]
+
+
+def test_init_ignores_the_built_site_in_git(tmp_path: Path) -> None:
+    for number, (before, after) in enumerate(GITIGNORES):
+        project = tmp_path / str(number)
+        project.mkdir()
+        gitignore = project / ".gitignore"
+        if before is not None:
+            gitignore.write_bytes(before.encode())
+        result = invoke("init", str(project))
+        assert result.exit_code == 0, result.output
+        assert gitignore.read_bytes() == after.encode(), before
+        assert ("site/ to .gitignore" in result.output) == (before is not None and before != after)
+        assert ("created .gitignore" in result.output) == (before is None)
+        assert invoke("init", "--dry-run", str(project)).output == ""
 
 
 # --------------------------------------------------------------------------- property

@@ -30,9 +30,6 @@ SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
 PRE_COMMIT = ".pre-commit-config.yaml"
 HOOK_ID = "kbgen-validate"
 ISSUE_FORM = ".github/ISSUE_TEMPLATE/gpu-failure.yml"
-GITIGNORE = ".gitignore"
-#: the most kbgen init reads of a file already in the project
-READ_LIMIT = 1024 * 1024
 
 #: the issue form's fields: (id, label, Bug field it fills or None, kind, description)
 FORM_FIELDS: list[tuple[str, str, str | None, str, str]] = [
@@ -123,6 +120,10 @@ def plan() -> dict[str, str]:
         ".github/workflows/kb.yml": read("kb.yml"),
         ISSUE_FORM: _dump(issue_form()),
     }
+
+
+#: the most kbgen init reads of a file already in the project
+READ_LIMIT = 1024 * 1024
 
 
 def check(root: Path) -> list[Action]:
@@ -296,6 +297,7 @@ def _is_hook(hook: Any) -> bool:
 
 # --------------------------------------------------------------------------- .gitignore
 
+GITIGNORE = ".gitignore"
 #: files `mkdocs build` writes into site/: git ignores the built site when it ignores all of them
 SITE_FILES = ["site/index.html", "site/404.html", "site/sitemap.xml", "site/search/search_index.json"]
 

@@ -6,13 +6,16 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kbgen.cli.common import load_clean_kb, one_line, project_of
 from kbgen.errors import KbgenError
 from kbgen.kinds import KNOWLEDGE
+
+if TYPE_CHECKING:
+    from kbgen.init import Action
 
 #: what kbgen init says of each action, before (--dry-run) and after
 WOULD = {"create": "create", "hook": "add hook", "ignore": "add site/ to", "differs": "replace"}
@@ -70,13 +73,12 @@ def init(folder: Path, force: bool, dry_run: bool) -> None:
     _fail_on_skips(actions + done, written=True)
 
 
-def _fail_on_skips(actions: list[Any], *, written: bool) -> None:
-    """One error naming every place kbgen init left alone, and why; exit status 1."""
-
-    skipped = [action for action in actions if action.status == "skip"]
+def _fail_on_skips(actions: list[Action], *, written: bool) -> None:
+    """One error naming every place kbgen init left alone (once each), and why; exit status 1."""
+    skipped = {action.path: action.reason for action in actions if action.status == "skip"}
     if skipped:
         rest = "the rest was written" if written else "kbgen init would write the rest"
-        places = "".join(f"\n  {action.path}: {one_line(action.reason)}" for action in skipped)
+        places = "".join(f"\n  {path}: {one_line(reason)}" for path, reason in skipped.items())
         raise KbgenError(
             f"kbgen init left {len(skipped)} place(s) alone:{places}",
             hint=f"nothing was written there; {rest}. Make each a plain file or folder, or add "
