@@ -1,20 +1,30 @@
 """``kbgen init``: the files a project needs to keep a KB, written without overwriting anything.
 
 The plan is a list of ``(path, content)``; :func:`apply` writes the missing files, leaves the ones
-already there alone (``force`` replaces them, after the caller showed the diff), and adds the
-``kbgen-validate`` hook to an existing ``.pre-commit-config.yaml``.
+already there alone (``force`` replaces them, after the caller showed the diff), adds the
+``kbgen-validate`` hook to an existing ``.pre-commit-config.yaml`` and ``site/`` to ``.gitignore``.
+
+Every existing file is read bounded and only when regular, and nothing is written through a
+symbolic link, at the end of a path or on the way (:mod:`kbgen.nofollow`): such a place is a
+"skip" action, reported and left alone, ``--force`` or not.
 """
 
 from __future__ import annotations
 
 import difflib
 import io
+import os
+import stat
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbgen import nofollow
 from kbgen.errors import KbgenError
+from kbgen.fileio import Unreadable, new_file_mode
 from kbgen.models import Bug, Severity
+from kbgen.yamlio import FrontmatterError, check_structure
 
 SCAFFOLD = Path(__file__).resolve().parent / "scaffold"
 PRE_COMMIT = ".pre-commit-config.yaml"
@@ -48,8 +58,11 @@ FORM_FIELDS: list[tuple[str, str, str | None, str, str]] = [
 @dataclass
 class Action:
     path: str
-    status: str  # "create", "same", "differs", "replace", "hook"
+    status: str  # "create", "same", "differs", "replace", "hook", "ignore", "skip"
     diff: str = ""
+    data: bytes = b""  # what apply writes there
+    found: os.stat_result | None = None  # the file read, which a replacement must still find
+    reason: str = ""  # why a "skip" is left alone
 
 
 def issue_form() -> dict[str, Any]:
@@ -118,48 +131,99 @@ def plan() -> dict[str, str]:
     }
 
 
+#: the most kbgen init reads of a file already in the project
+READ_LIMIT = 1024 * 1024
+
+
 def check(root: Path) -> list[Action]:
-    """What :func:`apply` would do in ``root``, writing nothing."""
-    actions = []
+    """What :func:`apply` would do in ``root``, writing nothing. A link, FIFO, device or
+    unreadable file where kbgen would read or write is a "skip" action, named once."""
+    actions: list[Action] = []
     for rel, content in plan().items():
-        path = root / rel
-        if not path.exists():
-            actions.append(Action(rel, "create"))
-            continue
-        current = path.read_text(encoding="utf-8", errors="replace")
-        if current == content:
-            actions.append(Action(rel, "same"))
-        else:
-            lines = difflib.unified_diff(
-                current.splitlines(keepends=True),
-                content.splitlines(keepends=True),
-                rel,
-                f"{rel} (kbgen init)",
-            )
-            actions.append(Action(rel, "differs", "".join(lines)))
-    hook = _hook_action(root)
-    if hook is not None:
-        actions.append(hook)
-    return actions
+        actions.append(_file_action(root, rel, content.encode("utf-8")))
+    for extra in (_hook_action(root), _ignore_action(root)):
+        if extra is not None:
+            actions.append(extra)
+    seen: set[str] = set()
+    unique = []
+    for action in actions:
+        if action.status != "skip" or action.path not in seen:
+            unique.append(action)
+        seen.add(action.path)
+    return unique
+
+
+def _read(root: Path, rel: str) -> tuple[bytes, os.stat_result] | None:
+    """``rel``'s bytes below ``root``, no link followed on the way (None when missing)."""
+    *parts, name = rel.split("/")
+    with nofollow.folder(root, parts, create=False) as fd:
+        return None if fd is None else nofollow.read_file(fd, name, READ_LIMIT)
+
+
+def _look(root: Path, rel: str) -> Action | tuple[bytes, os.stat_result] | None:
+    """:func:`_read`, with a refusal turned into a "skip" action."""
+    try:
+        return _read(root, rel)
+    except nofollow.Blocked as exc:
+        return Action(exc.where, "skip", reason=exc.message)
+    except Unreadable as exc:
+        return Action(rel, "skip", reason=exc.message)
+
+
+def _file_action(root: Path, rel: str, content: bytes) -> Action:
+    found = _look(root, rel)
+    if isinstance(found, Action):
+        return found
+    if found is None:
+        return Action(rel, "create", data=content)
+    current, info = found
+    if current == content:
+        return Action(rel, "same")
+    lines = difflib.unified_diff(
+        current.decode("utf-8", errors="replace").splitlines(keepends=True),
+        content.decode("utf-8").splitlines(keepends=True),
+        rel,
+        f"{rel} (kbgen init)",
+    )
+    return Action(rel, "differs", "".join(lines), data=content, found=info)
 
 
 def apply(root: Path, actions: list[Action], *, force: bool) -> list[Action]:
-    """Write what ``actions`` plans; returns the actions taken."""
-    content = plan()
+    """Write what ``actions`` plans; returns the actions taken, and a "skip" for each write that
+    found a link, or another file than the one :func:`check` read, in its place."""
     done = []
     for action in actions:
-        if action.status == "hook":
-            _add_hook(root / PRE_COMMIT)
-        elif action.status == "create" or (action.status == "differs" and force):
-            path = root / action.path
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content[action.path], encoding="utf-8")
-            action = Action(action.path, "replace" if action.status == "differs" else "create")
+        if action.status == "differs" and force:
+            taken = Action(action.path, "replace")
+        elif action.status in ("create", "hook", "ignore"):
+            taken = Action(action.path, action.status)
         else:
             continue
-        done.append(action)
+        reason = _write(root, action.path, action.data, action.found)
+        done.append(taken if reason is None else Action(reason[0], "skip", reason=reason[1]))
     return done
 
+
+def _write(root: Path, rel: str, data: bytes, found: os.stat_result | None) -> tuple[str, str] | None:
+    """Write ``data`` at ``rel`` (a new file, or over ``found``); the place and reason of a refusal."""
+    *parts, name = rel.split("/")
+    mode = new_file_mode() if found is None else stat.S_IMODE(found.st_mode)
+    try:
+        with nofollow.folder(root, parts, create=True) as fd:
+            assert fd is not None  # made when missing
+            nofollow.write_file(fd, name, data, mode, over=found)
+    except nofollow.Blocked as exc:
+        return exc.where, exc.message
+    except FileExistsError:
+        return rel, "appeared while kbgen init ran; left alone"
+    except nofollow.Changed:
+        return rel, "changed while kbgen init ran; left alone"
+    except OSError as exc:
+        return rel, f"cannot write: {exc.strerror or exc}"
+    return None
+
+
+# --------------------------------------------------------------------------- pre-commit hook
 
 HOOK_ENTRY = {
     "repo": "local",
@@ -177,30 +241,108 @@ HOOK_ENTRY = {
 
 
 def _hook_action(root: Path) -> Action | None:
-    path = root / PRE_COMMIT
-    if not path.is_file():
-        return None
-    if HOOK_ID in path.read_text(encoding="utf-8", errors="replace"):
-        return None
-    return Action(PRE_COMMIT, "hook")
+    """Add the hook to an existing ``.pre-commit-config.yaml`` that has no hook of that id."""
+    found = _look(root, PRE_COMMIT)
+    if found is None or isinstance(found, Action):
+        return found
+    current, info = found
+    try:
+        text = current.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = current.count(b"\n", 0, exc.start) + 1
+        why = f"line {line}: not UTF-8 text; add the {HOOK_ID} hook by hand"
+        return Action(PRE_COMMIT, "skip", reason=why)
+    try:
+        new = _with_hook(text)
+    except KbgenError as exc:
+        return Action(PRE_COMMIT, "skip", reason=f"{exc.message}; add the {HOOK_ID} hook by hand")
+    return None if new is None else Action(PRE_COMMIT, "hook", data=new.encode("utf-8"), found=info)
 
 
-def _add_hook(path: Path) -> None:
-    """Append the hook to ``repos:``, keeping the file's comments and layout (ruamel round trip)."""
+def _with_hook(text: str) -> str | None:
+    """``text`` with the hook appended to ``repos:``, its comments and layout kept (ruamel round
+    trip); None when a ``repos[].hooks[].id`` already is the hook's."""
     from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.error import YAMLError
 
+    try:  # ruamel's reader recurses once per level: refuse deep nesting and aliased trees first
+        check_structure(text, 1)
+    except FrontmatterError as exc:
+        raise KbgenError(f"line {exc.line}: {exc}") from None
     yaml = YAML()
     yaml.indent(mapping=2, sequence=4, offset=2)
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"))
-    except YAMLError as exc:
-        raise KbgenError(f"{path.name}: not valid YAML; add the {HOOK_ID} hook by hand ({exc})") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict) or not isinstance(data.setdefault("repos", []), list):
-        raise KbgenError(f"{path.name}: no `repos:` list; add the {HOOK_ID} hook by hand")
-    data["repos"].append(HOOK_ENTRY)
     out = io.StringIO()
-    yaml.dump(data, out)
-    path.write_text(out.getvalue(), encoding="utf-8")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a reused anchor and the like: still one document
+            data = yaml.load(text)
+            if data is None:
+                data = CommentedMap()
+            if not isinstance(data, dict):
+                raise KbgenError("not a mapping with a `repos:` list")
+            repos = data.setdefault("repos", CommentedSeq())
+            if not isinstance(repos, list):
+                raise KbgenError("`repos:` is not a list")
+            if any(_is_hook(hook) for repo in repos if isinstance(repo, dict) for hook in _hooks(repo)):
+                return None
+            repos.append(HOOK_ENTRY)
+            yaml.dump(data, out)
+    except RecursionError:  # deeper than libyaml's own limit, which check_structure leaves to it
+        raise KbgenError("values are nested too deeply") from None
+    except (YAMLError, ValueError, TypeError, OverflowError) as exc:
+        raise KbgenError(f"not valid YAML ({exc})") from None
+    return out.getvalue()
+
+
+def _hooks(repo: dict[Any, Any]) -> list[Any]:
+    hooks = repo.get("hooks")
+    return hooks if isinstance(hooks, list) else []
+
+
+def _is_hook(hook: Any) -> bool:
+    return isinstance(hook, dict) and isinstance(hook.get("id"), str) and hook["id"] == HOOK_ID
+
+
+# --------------------------------------------------------------------------- .gitignore
+
+GITIGNORE = ".gitignore"
+#: files `mkdocs build` writes into site/: git ignores the built site when it ignores all of them
+SITE_FILES = ["site/index.html", "site/404.html", "site/sitemap.xml", "site/search/search_index.json"]
+
+
+def _ignore_action(root: Path) -> Action | None:
+    """Add ``site/`` (the built site) to the project's ``.gitignore``, making one if missing."""
+    found = _look(root, GITIGNORE)
+    if isinstance(found, Action):
+        return found
+    if found is None:
+        return Action(GITIGNORE, "create", data=b"site/\n")
+    current, info = found
+    if _ignores_site(current.decode("utf-8", errors="surrogateescape")):
+        return None
+    newline = b"\r\n" if b"\r\n" in current else b"\n"
+    sep = b"" if not current or current.endswith(b"\n") else newline
+    return Action(GITIGNORE, "ignore", data=current + sep + b"site/" + newline, found=info)
+
+
+def _ignores_site(text: str) -> bool:
+    """Would git ignore the built site by these patterns? (pathspec reads them as git does)."""
+    import pathspec
+
+    lines = text.splitlines()
+    try:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    except ValueError:  # a line git ignores but pathspec refuses: drop such lines one by one
+        spec = pathspec.GitIgnoreSpec.from_lines([line for line in lines if _valid_pattern(line)])
+    return all(spec.match_file(path) for path in SITE_FILES)
+
+
+def _valid_pattern(line: str) -> bool:
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+    except ValueError:
+        return False
+    return True

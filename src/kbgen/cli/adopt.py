@@ -6,12 +6,25 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgen.cli.common import load_clean_kb, project_of
+from kbgen.cli.common import load_clean_kb, one_line, project_of
+from kbgen.errors import KbgenError
 from kbgen.kinds import KNOWLEDGE
+
+if TYPE_CHECKING:
+    from kbgen.init import Action
+
+#: what kbgen init says of each action, before (--dry-run) and after
+WOULD = {"create": "create", "hook": "add hook", "ignore": "add site/ to", "differs": "replace"}
+DID = {
+    "create": "created",
+    "replace": "replaced",
+    "hook": "added the kbgen-validate hook to",
+    "ignore": "added site/ to",
+}
 
 
 @click.command()
@@ -25,8 +38,9 @@ def init(folder: Path, force: bool, dry_run: bool) -> None:
 
     Writes kb/bugs/, kb/probes/ (with a README), mkdocs.yml, docs/getting-started.md, a GitHub
     workflow that validates the KB and builds the site, and an issue form for GPU failures; adds
-    the kbgen-validate hook to an existing .pre-commit-config.yaml. A file already there is
-    never replaced without --force.
+    the kbgen-validate hook to an existing .pre-commit-config.yaml and site/ to .gitignore. A
+    file already there is never replaced without --force, and nothing is ever written through a
+    symbolic link (a link, FIFO or device in the way is reported and left alone).
 
     \b
     Examples:
@@ -39,23 +53,37 @@ def init(folder: Path, force: bool, dry_run: bool) -> None:
     for action in actions:
         if action.status == "differs":
             if force:
-                click.echo(action.diff, nl=False)
+                click.echo("".join(one_line(line) + "\n" for line in action.diff.splitlines()), nl=False)
             else:
                 click.echo(f"kept     {action.path} (differs from kbgen's; --force replaces it)")
     if dry_run:
         for action in actions:
-            if action.status in ("create", "hook") or (action.status == "differs" and force):
-                verb = {"create": "create", "hook": "add hook", "differs": "replace"}[action.status]
-                click.echo(f"would {verb} {action.path}")
+            if action.status in ("create", "hook", "ignore") or (action.status == "differs" and force):
+                click.echo(f"would {WOULD[action.status]} {action.path}")
+        _fail_on_skips(actions, written=False)
         return
     done = scaffold.apply(folder, actions, force=force)
-    verbs = {"create": "created", "replace": "replaced", "hook": "added the kbgen-validate hook to"}
     for action in done:
-        click.echo(f"{verbs[action.status]} {action.path}")
-    if not done:
-        click.echo("Nothing to do: every file is in place.")
-    else:
+        if action.status != "skip":
+            click.echo(f"{DID[action.status]} {action.path}")
+    if any(action.status != "skip" for action in done):
         click.echo("Next: `kbgen validate`, then `kbgen serve` to read the KB.")
+    elif not any(action.status == "skip" for action in actions):
+        click.echo("Nothing to do: every file is in place.")
+    _fail_on_skips(actions + done, written=True)
+
+
+def _fail_on_skips(actions: list[Action], *, written: bool) -> None:
+    """One error naming every place kbgen init left alone (once each), and why; exit status 1."""
+    skipped = {action.path: action.reason for action in actions if action.status == "skip"}
+    if skipped:
+        rest = "the rest was written" if written else "kbgen init would write the rest"
+        places = "".join(f"\n  {path}: {one_line(reason)}" for path, reason in skipped.items())
+        raise KbgenError(
+            f"kbgen init left {len(skipped)} place(s) alone:{places}",
+            hint=f"nothing was written there; {rest}. Make each a plain file or folder, or add "
+            "kbgen's part by hand",
+        )
 
 
 @click.group()
