@@ -69,7 +69,7 @@ class Server:
         # same way, which also works where SIGINT is ignored (a job started in the background).
         self.proc.send_signal(signal.SIGTERM if "kbgen" in self.proc.args else signal.SIGINT)
         try:
-            self.proc.wait(timeout=PATIENCE)
+            self.proc.wait(timeout=30)  # a grace period, not an event: then it is killed
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
