@@ -4,6 +4,7 @@ write a tree of files, and a small valid KB to run commands against."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -242,6 +243,15 @@ def _no_user_kb(monkeypatch: pytest.MonkeyPatch) -> None:
 def base_layer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read the knowledge shipped in the package under the project's kb/, as users get it."""
     monkeypatch.delenv("KBGEN_BASE", raising=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the processes the tests start Ctrl-C's default meaning. A shell without job control
+    starts a background job (``make test &`` in a script) with SIGINT ignored, every program it
+    runs inherits that, and kbgen rightly keeps a signal its caller ignores (as under nohup):
+    the tests that stop kbgen with SIGINT would then test the launcher, not kbgen."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

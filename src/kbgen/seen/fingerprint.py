@@ -49,6 +49,15 @@ class Fingerprint(BaseModel):
         return bool(self.names or self.user_frames or self.library_frames)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _whole(text: str) -> str:
+    """``text`` with lone surrogates (from a log decoded with surrogateescape, or a JSON escape)
+    as U+FFFD: RE2 reads UTF-8, which cannot hold them."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def _re(pattern: str) -> Any:
     """Compiled with RE2, which runs in time linear in the text: these patterns read whatever a
     crashed program printed, and Python's backtracking engine takes quadratic time or worse on
@@ -85,7 +94,7 @@ _SUBS: list[tuple[Any, str]] = [
 def normalise(text: str) -> str:
     """``text`` with paths, addresses, times, sizes, device ids, minor versions and numbers as
     placeholders, mangled symbols as ``<sym>``, whitespace squeezed."""
-    out = _SYMBOL.sub("<sym>", text)
+    out = _SYMBOL.sub("<sym>", _whole(text))
     for pattern, repl in _SUBS:
         out = pattern.sub(repl, out)
     return " ".join(out.split())[:MAX_TEXT]
@@ -123,7 +132,7 @@ def _names(lines: list[str]) -> list[str]:
 
 def fingerprint_of(text: str) -> Fingerprint:
     """The fingerprint of a log or of a bug's error excerpt."""
-    lines = [_PREFIX.sub("", line) for line in text[-MAX_INPUT:].splitlines()]
+    lines = [_PREFIX.sub("", line) for line in _whole(text[-MAX_INPUT:]).splitlines()]
     exc_at = max((i for i, line in enumerate(lines) if _EXC.match(line)), default=None)
     exception, message_lines = None, []
     if exc_at is not None:
