@@ -80,7 +80,8 @@ def test_the_wheel_has_no_torch_and_is_not_editable(venv: Path) -> None:
     python = str(venv / "bin" / "python")
     code = "import importlib.util, kbgen; print(importlib.util.find_spec('torch') is None, kbgen.__file__)"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KBGEN_", "VIRTUAL_ENV", "PYTHONPATH"))}
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, cwd=venv, env=env).stdout
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, cwd=venv, env=env)
+    out = done.stdout
     no_torch, where = out.split()
     assert no_torch == "True" and where.startswith(str(venv))
 
