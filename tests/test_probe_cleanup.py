@@ -16,6 +16,7 @@ import pytest
 
 from conftest import KBGEN, PATIENCE
 from probes_fixtures import PASS, SIGILL, probe_file
+from run_fixtures import alive
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 
@@ -97,15 +98,6 @@ def hiding_kbgen(
         # a leftover child that still holds the pipes means the test has failed already
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.communicate(timeout=PATIENCE)
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a killed process not yet reaped is a zombie, which counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
 
 
 def workers_of(tmpdir: str) -> list[int]:

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import invoke, write_tree
 from probes_fixtures import GARBAGE, HANG, PASS, RAISES, SEGFAULT, SIGILL, probe_file
+from run_fixtures import alive
 
 
 def report_of(*args: str) -> dict:
@@ -119,15 +120,6 @@ def test_a_hung_probe_leaves_no_process_behind(kb_project: Path, tmp_path: Path)
     assert by_id(report)["spawner"]["status"] == "timeout"
     child = int(pidfile.read_text())
     assert not alive(child)
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a killed child whose new parent has not reaped it yet is a zombie)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_probe_cannot_read_kbgen_job_list_from_stdin(kb_project: Path) -> None:
