@@ -72,3 +72,9 @@ def test_the_dashboard_names_the_crashes_that_came_back(site: Path) -> None:
     assert "Crashes that came back" in home
     assert "Device-side assert in the embedding" in home.split("Crashes that came back", 1)[1]
     assert "3 times" in home
+
+
+def test_the_bug_list_says_how_often_a_crash_was_seen(site: Path) -> None:
+    rows = text_of((site / "bugs/index.html").read_text())
+    assert "Device-side assert in the embedding · seen 3 times" in rows
+    assert rows.count("seen ") == 1  # bugs seen once say nothing
