@@ -52,7 +52,7 @@ def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = N
     ``probes``: the project's probe files as :func:`~kbgen.probes.discovery.scan` found them, for
     a caller that scanned them already (the site); scanned here when not given.
     """
-    from kbgen import envdata
+    from kbgen import envdata, errordraft
     from kbgen.probes.discovery import scan
 
     specs, probe_problems = probes if probes is not None else scan(kb.project)
@@ -74,6 +74,7 @@ def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = N
     for entry in kb.bugs.values():
         problems.extend(check_bug_status(kb, entry))
     problems.extend(envdata.problems())
+    problems.extend(errordraft.problems())
     return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
 
 
