@@ -224,3 +224,14 @@ def test_reading_the_last_exception_never_fails(lines: list[str]) -> None:
     found = last_error("\n".join(lines))
     if found is not None:
         assert found.name and found.exception.endswith(found.name)
+
+
+def test_run_names_a_plain_error_and_files_no_bug(team: Path) -> None:
+    from conftest import kbgen
+
+    code = "def load(d):\n    return d['labels']\nload({})\n"
+    done = kbgen("run", "--file-bug", "--", sys.executable, "-c", code, cwd=team)
+    assert done.returncode == 1, done.stderr
+    assert "kbgen: not a GPU failure: KeyError: 'labels' (your code: <string>:2 in load)" in done.stderr
+    assert "no bug filed" in done.stderr
+    assert list((team / "kb" / "bugs").glob("BUG-*")) == []

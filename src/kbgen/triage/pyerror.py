@@ -31,7 +31,7 @@ _EXCEPTION = re2.compile(
     r"|Iteration)))(?::\s?(.*))?$"
 )
 _LIBRARY = re2.compile(r"[/\\](?:site|dist)-packages[/\\]([^/\\]+)")
-_STDLIB = re2.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]|^<frozen |^<string>$|[/\\]Lib[/\\]")
+_STDLIB = re2.compile(r"[/\\]lib[/\\]python\d\.\d+[/\\]|^<frozen |[/\\]Lib[/\\]")
 
 
 @dataclass(frozen=True)
