@@ -60,7 +60,7 @@ def answer(path: Path) -> tuple[str | None, str]:
     result = CliRunner().invoke(cli, ["--kb", str(REPO), "triage", "--json", str(path)])
     data = json.loads(result.output)
     top = data["matches"][0]["error"] if data["matches"] else None
-    return top, str(data["verdict"])
+    return top, str(data.get("verdict", "unknown"))  # kbgen before the verdict: never not-gpu
 
 
 def measure(split: str) -> Figures:

@@ -235,3 +235,13 @@ def test_run_names_a_plain_error_and_files_no_bug(team: Path) -> None:
     assert "kbgen: not a GPU failure: KeyError: 'labels' (your code: <string>:2 in load)" in done.stderr
     assert "no bug filed" in done.stderr
     assert list((team / "kb" / "bugs").glob("BUG-*")) == []
+
+
+def test_a_missing_compiled_ops_module_is_no_user_error(tmp_path: Path) -> None:
+    """mmcv._ext and detectron2._C are the GPU builds of a package: their absence is a build problem."""
+    for line in (
+        "ModuleNotFoundError: No module named 'mmcv._ext'",
+        "ImportError: cannot import name '_C' from 'detectron2'",
+    ):
+        assert _triage_json(tmp_path, line + "\n")["verdict"] != "not-gpu", line
+    assert _triage_json(tmp_path, "ModuleNotFoundError: No module named 'cv2'\n")["verdict"] == "not-gpu"

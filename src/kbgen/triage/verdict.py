@@ -90,6 +90,8 @@ _GPU = re2.compile(
     r"(?i)cuda|cudnn|cublas|cufft|cusparse|cusolver|curand|nccl|gpu|nvidia|nvml|nvrtc|nvcc|triton"
     r"|\bhip\b|rocm|flash.?attn|xformers|bitsandbytes|\bapex\b|\.so\b|\.dll\b|libtorch|device"
     r"|accelerator|\bmps\b|\bxla\b|distributed|\brank\b|fp16|bf16|half|amp\b|compile|inductor|dynamo"
+    # a package's compiled ops module (mmcv._ext, detectron2._C): a build for the GPU, not user code
+    r"|\b_C\b|\._ext\b|_ext\b|_ops\b|_kernels?\b"
 )
 _WORD = re2.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")
 _NOT_WORDS = frozenset(
