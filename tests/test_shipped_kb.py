@@ -159,6 +159,21 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: cuda runtime error (59) : device-side assert triggered at "
         "/pytorch/torch/lib/THC/generic/THCStorage.cu:58",
     ],
+    "cpu-index-out-of-range": [
+        # https://github.com/DEEP-PolyU/KEQA_WSDM19/issues/26
+        "IndexError: index out of range in self",
+        # https://github.com/mlverse/torch/issues/220 (R torch: the message libtorch raises)
+        "  index out of range in self (operator() at ../aten/src/ATen/native/TensorAdvancedIndexing.cpp:448)",
+        # https://github.com/avisheknag17/public_ml_models/issues/2
+        "IndexError: Target 5 is out of bounds.",
+        # https://github.com/EricFillion/happy-transformer/issues/248 (the message wrapped onto its own line)
+        "Target -1 is out of bounds.",
+        # https://github.com/pytorch/pytorch/pull/5299 (the wording before PyTorch 0.4)
+        "RuntimeError: Target 100 out of bounds at /.../pytorch/aten/src/THNN/generic/ClassNLLCriterion.c:56",
+        # https://github.com/xiaojunxu/SQLNet/issues/41
+        "RuntimeError: Assertion `cur_target >= 0 && cur_target < n_classes' failed.  at "
+        "c:\\new-builder_3\\win-wheel\\pytorch\\aten\\src\\thnn\\generic/ClassNLLCriterion.c:93",
+    ],
     "cuda-no-kernel-image": [
         # https://github.com/guoqincode/Open-AnimateAnyone/issues/114
         "sm_90 is not compatible with the current PyTorch installation.",
