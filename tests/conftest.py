@@ -41,6 +41,10 @@ REQUIRED_ERROR_IDS = frozenset(
         "gpu-ecc-error",
         "cuda-device-busy",
         "import-hang",
+        "extension-build-failed",
+        "cuda-library-load-failed",
+        "native-crash",
+        "host-oom-killed",
     }
 )
 

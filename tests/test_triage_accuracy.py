@@ -34,6 +34,31 @@ REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
 ERROR_TYPES = REQUIRED_ERROR_IDS
+#: the error types the sets were gathered for, each with its floor of logs; a label may also be a
+#: type added since (a negative relabelled when a type for it arrived, as READMEs there record)
+GATHERED_FOR = frozenset(
+    {
+        "cpu-illegal-instruction",
+        "cublas-error",
+        "cuda-device-busy",
+        "cuda-device-side-assert",
+        "cuda-driver-too-old",
+        "cuda-illegal-instruction",
+        "cuda-illegal-memory-access",
+        "cuda-invalid-device-ordinal",
+        "cuda-launch-failure",
+        "cuda-misaligned-address",
+        "cuda-no-kernel-image",
+        "cuda-not-available",
+        "cuda-out-of-memory",
+        "cudnn-error",
+        "dataloader-worker-died",
+        "device-mismatch",
+        "gpu-ecc-error",
+        "import-hang",
+        "nccl-error",
+    }
+)
 SPLITS = ("tune", "heldout")
 
 #: top-1 over every log here (all of them tuning data) when the signatures were last tuned
@@ -79,8 +104,10 @@ FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, 
 #: threads no set above uses, committed before the second once-fresh set's misses were fixed and
 #: never tuned on. Its one measurement, with the signatures as tuned on all three sets above: top-1
 #: 118 of 123 (0.959), top-3 119 of 123 (0.967), no negative matched; the goals are 0.95 and no
-#: false match. These figures are a floor a change may not go under.
-HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=25)
+#: false match. These figures are a floor a change may not go under. Four of its negatives were
+#: extension builds stopped by an unset CUDA_HOME, relabelled extension-build-failed when that type
+#: was added (tests/data/logs-fresh3/README.md), which leaves 21 negatives.
+HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=21)
 LATER_SETS = {"once-fresh set": FRESH, "second once-fresh set": FRESH2, "held-out set": HELD_OUT}
 
 
@@ -154,8 +181,8 @@ def test_corpus_is_complete_and_sourced() -> None:
         assert info["label"] is None or info["label"] in ERROR_TYPES, name
         assert info["split"] in SPLITS, name
     per_type = Counter(info["label"] for info in MANIFEST.values() if info["label"])
-    assert {t: n for t, n in per_type.items() if n < 5} == {}
-    assert set(per_type) == ERROR_TYPES
+    assert {t: n for t, n in per_type.items() if n < 5 and t in GATHERED_FOR} == {}
+    assert GATHERED_FOR <= set(per_type) <= ERROR_TYPES
     assert sum(info["label"] is None for info in MANIFEST.values()) >= 30
 
 
@@ -208,7 +235,8 @@ def test_later_set_is_complete_sourced_and_new(name: str) -> None:
         assert info["label"] is None or info["label"] in ERROR_TYPES, file
         assert info["split"] == log_set.split, file
     per_type = Counter(info["label"] for info in manifest.values() if info["label"])
-    assert set(per_type) == ERROR_TYPES and min(per_type.values()) >= log_set.per_type
+    assert GATHERED_FOR <= set(per_type) <= ERROR_TYPES
+    assert min(per_type[t] for t in GATHERED_FOR) >= log_set.per_type
     assert sum(info["label"] is None for info in manifest.values()) >= log_set.negatives
 
 

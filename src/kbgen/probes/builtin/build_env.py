@@ -23,9 +23,7 @@ import subprocess
 def _first_line(command):
     """First line of ``command --version`` (None when missing or silent), bounded in time."""
     try:
-        done = subprocess.run(
-            [command, "--version"], capture_output=True, text=True, timeout=10, check=False
-        )
+        done = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     lines = (done.stdout or done.stderr or "").strip().splitlines()
@@ -53,7 +51,9 @@ def _nvcc(home):
         if not os.path.isfile(path):
             continue
         try:
-            done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False)
+            done = subprocess.run(
+                [path, "--version"], capture_output=True, text=True, timeout=10, check=False
+            )
         except (OSError, subprocess.SubprocessError):
             continue
         match = re.search(r"release (\d+\.\d+)", done.stdout or "")

@@ -5,8 +5,8 @@ kernel writes them."""
 PROBE = {
     "id": "crash-tools",
     "title": "Native crash tooling",
-    "description": "PYTHONFAULTHANDLER, TORCH_SHOW_CPP_STACKTRACES, whether gdb, compute-sanitizer and cuda-gdb "
-    "are on PATH or under CUDA_HOME, the core file size limit and /proc/sys/kernel/core_pattern.",
+    "description": "PYTHONFAULTHANDLER, TORCH_SHOW_CPP_STACKTRACES, whether gdb, compute-sanitizer and "
+    "cuda-gdb are on PATH or under CUDA_HOME, the core file size limit and /proc/sys/kernel/core_pattern.",
     "needs": [],
     "timeout": 10,
     "default": False,
@@ -51,7 +51,9 @@ def run():
     facts["core_limit"] = _core_limit()
     facts["core_pattern"] = _core_pattern()
     missing = [t for t in TOOLS if not facts[t]]
-    parts = ["faulthandler on" if facts["faulthandler"] else "PYTHONFAULTHANDLER not set (python -X faulthandler)"]
+    parts = [
+        "faulthandler on" if facts["faulthandler"] else "PYTHONFAULTHANDLER not set (python -X faulthandler)"
+    ]
     parts.append("core files " + ("off (ulimit -c 0)" if facts["core_limit"] == 0 else "allowed"))
     parts.append(("missing: " + ", ".join(missing)) if missing else "gdb, compute-sanitizer, cuda-gdb found")
     status = "warn" if not facts["gdb"] else "pass"

@@ -6,8 +6,8 @@ kernel-log command has a timeout."""
 PROBE = {
     "id": "host-memory",
     "title": "Host memory and OOM kills",
-    "description": "cgroup memory limit, usage and oom_kill count (v2 and v1), MemTotal and MemAvailable from "
-    "/proc/meminfo, and the latest 'Out of memory: Killed process' lines of the kernel log when it "
+    "description": "cgroup memory limit, usage and oom_kill count (v2 and v1), MemTotal and MemAvailable "
+    "from /proc/meminfo, and the latest 'Out of memory: Killed process' lines of the kernel log when it "
     "is readable without root.",
     "needs": [],
     "timeout": 20,
@@ -24,7 +24,9 @@ MAX_KILLS = 5
 #: a limit at or above this is "no limit" (cgroup v1 writes a huge page-aligned number)
 UNLIMITED = 1 << 60
 LOW_AVAILABLE = 0.1
-_KILL = re.compile(r"(?i)(?:out of memory: kill(?:ed)? process \d+[^\n]{0,120}|oom-kill:constraint=[^\n]{0,200})")
+_KILL = re.compile(
+    r"(?i)(?:out of memory: kill(?:ed)? process \d+[^\n]{0,120}|oom-kill:constraint=[^\n]{0,200})"
+)
 
 
 def _read(path, limit=MAX_READ):
@@ -130,4 +132,8 @@ def run():
     if available is not None and effective and available < LOW_AVAILABLE * effective:
         return {"status": "warn", "message": f"{shown}; only {available} MB available", "facts": facts}
     log = "" if readable else "; kernel log not readable without root"
-    return {"status": "pass", "message": f"{shown}, {available} MB available, no OOM kill recorded{log}", "facts": facts}
+    return {
+        "status": "pass",
+        "message": f"{shown}, {available} MB available, no OOM kill recorded{log}",
+        "facts": facts,
+    }
