@@ -531,9 +531,9 @@ EXAMPLES: dict[str, list[str]] = {
         "#5  0x00007f8e1c2d3e4f in hipInit () from /opt/rocm/lib/libamdhip64.so.6",
     ],
     "extension-build-failed": [
-        # https://github.com/icip-cas/AutoAlign/issues/25
-        "      The detected CUDA version (11.8) mismatches the version that was used to compile",
-        # https://github.com/XinzeLee/RotateObjectDetection/issues/25
+        # https://github.com/boschresearch/DroidCalib/issues/5
+        "The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.3).",
+        # https://github.com/junshengzhou/LevelSetUDF/issues/7 (title)
         "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
         # https://github.com/Dao-AILab/flash-attention/issues/279
         "      RuntimeError: Error compiling objects for extension",
