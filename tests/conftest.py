@@ -41,6 +41,17 @@ REQUIRED_ERROR_IDS = frozenset(
         "gpu-ecc-error",
         "cuda-device-busy",
         "import-hang",
+        "cuda-unknown-error",
+        "cuda-forked-subprocess",
+        "cuda-invalid-argument",
+        "cuda-operation-not-supported",
+        "autograd-inplace-modification",
+        "checkpoint-load-failed",
+        "index-32bit-overflow",
+        "shape-mismatch",
+        "dtype-mismatch",
+        "non-finite-loss",
+        "gradscaler-error",
     }
 )
 

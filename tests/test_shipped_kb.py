@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REQUIRED_ERROR_IDS, run
+from shipped_examples_runtime import EXAMPLES_RUNTIME
 from kbgen.models import Likelihood
 from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
@@ -530,6 +531,7 @@ EXAMPLES: dict[str, list[str]] = {
         # a native stack inside ROCm's start-up
         "#5  0x00007f8e1c2d3e4f in hipInit () from /opt/rocm/lib/libamdhip64.so.6",
     ],
+    **EXAMPLES_RUNTIME,
 }
 
 _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
