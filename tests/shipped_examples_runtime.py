@@ -15,7 +15,8 @@ EXAMPLES_RUNTIME: dict[str, list[str]] = {
         # https://github.com/pytorch/pytorch/issues/18981
         "THCudaCheck FAIL file=..\\aten\\src\\THC\\THCGeneral.cpp line=87 error=30 : unknown error",
         # https://github.com/nanoporetech/medaka/issues/431
-        "2023-04-03 13:19:50.721925: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to cuInit: "
+        "2023-04-03 13:19:50.721925: E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call "
+        "to cuInit: "
         "CUDA_ERROR_UNKNOWN: unknown error",
     ],
     "cuda-forked-subprocess": [
@@ -58,9 +59,11 @@ EXAMPLES_RUNTIME: dict[str, list[str]] = {
         "RuntimeError: cuda runtime error (60) : peer mapping resources exhausted at "
         "/opt/conda/conda-bld/pytorch_1556653114079/work/aten/src/THC/THCGeneral.cpp:164",
         # https://github.com/NVIDIA/nccl/issues/356
-        "2020-07-24 06:07:59.775126: W tensorflow/compiler/xla/service/platform_util.cc:210] unable to create "
+        "2020-07-24 06:07:59.775126: W tensorflow/compiler/xla/service/platform_util.cc:210] unable to "
+        "create "
         "StreamExecutor for CUDA:0: failed initializing StreamExecutor for CUDA device ordinal 0: Internal: "
-        "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted",
+        "failed call to cuDevicePrimaryCtxRetain: CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources "
+        "exhausted",
         # https://github.com/flatironinstitute/finufft/pull/468
         "CUDA error at /home/janden/projects/finufft/src/cuda/memtransfer_wrapper.cu:33 "
         'code=801(cudaErrorNotSupported) "cudaMallocAsync(&d_plan->binsize, numbins * sizeof(int), s',
@@ -73,7 +76,8 @@ EXAMPLES_RUNTIME: dict[str, list[str]] = {
         "RuntimeError: one of the variables needed for gradient computation has been modified by an inplace "
         "operation",
         # https://github.com/NVlabs/FUNIT/issues/23
-        "[torch.FloatTensor [5, 6]], which is output 0 of TBackward, is at version 2; expected version 1 instead. ",
+        "[torch.FloatTensor [5, 6]], which is output 0 of TBackward, is at version 2; expected version "
+        "1 instead. ",
         # https://github.com/NVlabs/FUNIT/issues/23
         "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
         "torch.autograd.set_detect_anomaly(True).",
@@ -100,11 +104,14 @@ EXAMPLES_RUNTIME: dict[str, list[str]] = {
         "_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do so you have "
         "two options, do those steps only if you trust the source of the checkpoint.",
         # https://github.com/0Xiaohei0/LocalAIVtuber/issues/51
-        "        WeightsUnpickler error: Unsupported global: GLOBAL utils.HParams was not an allowed global by "
+        "        WeightsUnpickler error: Unsupported global: GLOBAL utils.HParams was not an allowed "
+        "global by "
         "default.",
         # https://github.com/kleinlee/DH_live/issues/22
-        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
-        "If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') "
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
+        "is False. "
+        "If you are running on a CPU-only machine, please use torch.load with "
+        "map_location=torch.device('cpu') "
         "to map your storages to the CPU.",
     ],
     "index-32bit-overflow": [

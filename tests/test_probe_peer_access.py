@@ -67,7 +67,10 @@ def test_pairs_that_refuse_peer_access_fail_the_probe_and_are_named(monkeypatch:
     result = _run(monkeypatch, _fake_torch(4, allowed))
     assert result["status"] == "fail"
     assert (result["facts"]["pairs"], result["facts"]["pairs_without_peer"]) == (12, 8)
-    assert result["message"] == "8 of 12 GPU pairs refuse peer access: 0->2, 0->3, 1->2, 1->3, 2->0, 2->1, 3->0, 3->1"
+    assert (
+        result["message"]
+        == "8 of 12 GPU pairs refuse peer access: 0->2, 0->3, 1->2, 1->3, 2->0, 2->1, 3->0, 3->1"
+    )
 
 
 def test_a_full_mesh_passes_and_a_long_list_is_cut(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import REQUIRED_ERROR_IDS, run
-from shipped_examples_runtime import EXAMPLES_RUNTIME
 from kbgen.models import Likelihood
 from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
+from shipped_examples_runtime import EXAMPLES_RUNTIME
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 

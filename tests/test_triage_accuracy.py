@@ -33,7 +33,37 @@ pytestmark = pytest.mark.usefixtures("base_layer")
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
+#: a label may be any error type the base layer must ship
 ERROR_TYPES = REQUIRED_ERROR_IDS
+#: the error types these log sets were gathered for, each with a minimum number of logs per set; the
+#: types added later (CUDA runtime, code and numerics errors) appear only where a set's former
+#: negatives turned out to be one of them (each set's README lists those relabels)
+MEASURED_TYPES = frozenset(
+    {
+        "cuda-illegal-memory-access",
+        "cuda-illegal-instruction",
+        "cpu-illegal-instruction",
+        "cuda-out-of-memory",
+        "cuda-device-side-assert",
+        "cuda-no-kernel-image",
+        "cuda-driver-too-old",
+        "cuda-not-available",
+        "cublas-error",
+        "cudnn-error",
+        "nccl-error",
+        "cuda-launch-failure",
+        "device-mismatch",
+        "dataloader-worker-died",
+        "cuda-invalid-device-ordinal",
+        "cuda-misaligned-address",
+        "gpu-ecc-error",
+        "cuda-device-busy",
+        "import-hang",
+    }
+)
+#: negatives left in tests/data/logs after its autograd, dtype, shape and state_dict negatives were
+#: relabelled with the error types that now cover them (34 before)
+LOGS_NEGATIVES = 17
 SPLITS = ("tune", "heldout")
 
 #: top-1 over every log here (all of them tuning data) when the signatures were last tuned
@@ -65,7 +95,8 @@ class LogSet:
 #: KeyboardInterrupt line). Its six misses and the false match were then fixed class by class, so
 #: it is tuning data now, and these are the figures reached on it (107 of 107, no false match): a
 #: floor that a change may not go under.
-FRESH = LogSet("logs-fresh", "fresh", top1=107, false_matches=0, per_type=3, negatives=15)
+#: Its negatives floor counts what is left after 8 negatives were relabelled (20 before).
+FRESH = LogSet("logs-fresh", "fresh", top1=107, false_matches=0, per_type=3, negatives=12)
 #: the second once-fresh set (tests/data/logs-fresh2/README.md): 133 labelled logs and 28 negatives
 #: from threads neither set above uses, committed before the first once-fresh set's misses were
 #: fixed. Its one measurement as unseen logs, with the signatures as tuned on both sets above:
@@ -74,13 +105,15 @@ FRESH = LogSet("logs-fresh", "fresh", top1=107, false_matches=0, per_type=3, neg
 #: fixed class by class, so it is tuning data now, and these are the figures reached on it (127
 #: of 133, no false match; the six left are hangs told only in prose or cut before any evidence):
 #: a floor that a change may not go under.
-FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, negatives=25)
+#: Its negatives floor counts what is left after 9 negatives were relabelled (28 before).
+FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, negatives=19)
 #: the held-out split (tests/data/logs-fresh3/README.md): 123 labelled logs and 25 negatives from
 #: threads no set above uses, committed before the second once-fresh set's misses were fixed and
 #: never tuned on. Its one measurement, with the signatures as tuned on all three sets above: top-1
 #: 118 of 123 (0.959), top-3 119 of 123 (0.967), no negative matched; the goals are 0.95 and no
 #: false match. These figures are a floor a change may not go under.
-HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=25)
+#: Its negatives floor counts what is left after 9 negatives were relabelled (25 before).
+HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=16)
 LATER_SETS = {"once-fresh set": FRESH, "second once-fresh set": FRESH2, "held-out set": HELD_OUT}
 
 
@@ -154,9 +187,8 @@ def test_corpus_is_complete_and_sourced() -> None:
         assert info["label"] is None or info["label"] in ERROR_TYPES, name
         assert info["split"] in SPLITS, name
     per_type = Counter(info["label"] for info in MANIFEST.values() if info["label"])
-    assert {t: n for t, n in per_type.items() if n < 5} == {}
-    assert set(per_type) == ERROR_TYPES
-    assert sum(info["label"] is None for info in MANIFEST.values()) >= 30
+    assert {t: per_type[t] for t in MEASURED_TYPES if per_type[t] < 5} == {}
+    assert sum(info["label"] is None for info in MANIFEST.values()) >= LOGS_NEGATIVES
 
 
 def test_split_follows_the_file_name_rule() -> None:
@@ -185,7 +217,7 @@ def test_top1_and_top3_accuracy_on_all_logs(
 
 
 def test_no_false_matches_on_non_cuda_errors(figures: dict[str, Figures]) -> None:
-    assert figures["all"].negatives >= 30
+    assert figures["all"].negatives >= LOGS_NEGATIVES
     assert figures["all"].false_matches == []
 
 
@@ -208,7 +240,7 @@ def test_later_set_is_complete_sourced_and_new(name: str) -> None:
         assert info["label"] is None or info["label"] in ERROR_TYPES, file
         assert info["split"] == log_set.split, file
     per_type = Counter(info["label"] for info in manifest.values() if info["label"])
-    assert set(per_type) == ERROR_TYPES and min(per_type.values()) >= log_set.per_type
+    assert min(per_type[t] for t in MEASURED_TYPES) >= log_set.per_type
     assert sum(info["label"] is None for info in manifest.values()) >= log_set.negatives
 
 

@@ -72,7 +72,11 @@ def run():
     facts["pairs"] = count * (count - 1)
     facts["pairs_without_peer"] = len(refused)
     if not refused:
-        return {"status": "pass", "message": f"all {facts['pairs']} GPU pairs allow peer access", "facts": facts}
+        return {
+            "status": "pass",
+            "message": f"all {facts['pairs']} GPU pairs allow peer access",
+            "facts": facts,
+        }
     shown = ", ".join(f"{a}->{b}" for a, b in refused[:MAX_SHOWN])
     more = f" and {len(refused) - MAX_SHOWN} more" if len(refused) > MAX_SHOWN else ""
     return {
