@@ -46,6 +46,17 @@ REQUIRED_ERROR_IDS = frozenset(
         "cuda-library-load-failed",
         "native-crash",
         "host-oom-killed",
+        "cuda-unknown-error",
+        "cuda-forked-subprocess",
+        "cuda-invalid-argument",
+        "cuda-operation-not-supported",
+        "autograd-inplace-modification",
+        "checkpoint-load-failed",
+        "index-32bit-overflow",
+        "shape-mismatch",
+        "dtype-mismatch",
+        "non-finite-loss",
+        "gradscaler-error",
     }
 )
 

@@ -19,6 +19,7 @@ from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
+from shipped_examples_runtime import EXAMPLES_RUNTIME
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 
@@ -681,6 +682,7 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/kubernetes/kubernetes/issues/122256
         "      Exit Code: 137",
     ],
+    **EXAMPLES_RUNTIME,
 }
 
 _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
