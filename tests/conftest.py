@@ -41,6 +41,12 @@ REQUIRED_ERROR_IDS = frozenset(
         "gpu-ecc-error",
         "cuda-device-busy",
         "import-hang",
+        "process-group-not-initialized",
+        "distributed-rendezvous-failed",
+        "torchrun-child-failed",
+        "torch-compile-failed",
+        "triton-compile-failed",
+        "serving-engine-died",
     }
 )
 

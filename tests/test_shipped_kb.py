@@ -19,6 +19,7 @@ from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
+from shipped_examples_dist import EXAMPLES_DIST
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 
@@ -531,6 +532,8 @@ EXAMPLES: dict[str, list[str]] = {
         "#5  0x00007f8e1c2d3e4f in hipInit () from /opt/rocm/lib/libamdhip64.so.6",
     ],
 }
+
+EXAMPLES.update(EXAMPLES_DIST)
 
 _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
 
