@@ -75,11 +75,11 @@ EXAMPLES_DIST: dict[str, list[str]] = {
         # https://github.com/megvii-research/MSPN/issues/31
         "subprocess.CalledProcessError: Command '['/home/yh/anaconda3/bin/python', '-u', 'train.py', "
         "'--local_rank=0']' returned non-zero exit status 1.",
-        # https://github.com/deepspeedai/DeepSpeed/issues/3232
-        "[2023-04-14 13:11:27,885] [ERROR] [launch.py:434:sigkill_handler] ['/usr/bin/python3', '-u', "
-        "'main.py', '--local_rank=0', '--deepspeed', '--output_dir', "
-        "'/content/DeepSpeedExamples/applications/DeepSpeed-Chat/output/actor-models/125m'] exits with "
-        "return code = -9",
+        # https://github.com/deepspeedai/DeepSpeedExamples/issues/626
+        "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] "
+        "['/global/D1/homes/sushant/sushanta/venv/bin/python3.10', '-u', 'trainCLM.py', '--local_rank=1', "
+        "'--deepspeed', '/home/sushant/D1/sushanta/try/nepaligpt/clm/config/deepspeed_config.json'] exits "
+        "with return code = -11",
         # https://github.com/deepspeedai/DeepSpeed/issues/1581
         "[2021-11-21 08:32:07,148] [INFO] [launch.py:131:sigkill_handler] Killing subprocess 250621",
     ],
