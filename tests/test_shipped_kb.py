@@ -20,6 +20,7 @@ from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
 from shipped_examples_runtime import EXAMPLES_RUNTIME
+from shipped_examples_dist import EXAMPLES_DIST
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 
@@ -684,6 +685,8 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     **EXAMPLES_RUNTIME,
 }
+
+EXAMPLES.update(EXAMPLES_DIST)
 
 _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
 
