@@ -19,8 +19,8 @@ from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
-from shipped_examples_runtime import EXAMPLES_RUNTIME
 from shipped_examples_dist import EXAMPLES_DIST
+from shipped_examples_runtime import EXAMPLES_RUNTIME
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 
