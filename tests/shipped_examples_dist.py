@@ -84,6 +84,9 @@ EXAMPLES_DIST: dict[str, list[str]] = {
         "[2021-11-21 08:32:07,148] [INFO] [launch.py:131:sigkill_handler] Killing subprocess 250621",
     ],
     "serving-engine-died": [
+        # https://github.com/runpod-workers/worker-vllm/issues/276
+        "(EngineCore_DP0 pid=469) ERROR 03-11 17:57:10 [multiproc_executor.py:783] "
+        "WorkerProc failed to start.",
         # https://github.com/vllm-project/vllm/issues/27194
         "(APIServer pid=1) ERROR 10-20 03:20:50 [async_llm.py:485[] vllm.v1.engine.exceptions."
         "EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.",
