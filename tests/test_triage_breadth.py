@@ -19,12 +19,23 @@ from conftest import REQUIRED_ERROR_IDS
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 
-FAMILIES = {"known", "build", "native", "cuda-runtime", "code", "numerics", "distributed", "serving", "not-gpu", "other"}
+FAMILIES = {
+    "known",
+    "build",
+    "native",
+    "cuda-runtime",
+    "code",
+    "numerics",
+    "distributed",
+    "serving",
+    "not-gpu",
+    "other",
+}
 
 #: measured once on the held-out split (tests/data/breadth/README.md, "The one measurement")
-HELDOUT_RIGHT, HELDOUT_SHOWN, HELDOUT_FALSE = 0, 31, 99
+HELDOUT_RIGHT, HELDOUT_SHOWN, HELDOUT_FALSE = 14, 31, 3
 #: the tuning two thirds as tuned
-TUNE_RIGHT, TUNE_FALSE = 0, 99
+TUNE_RIGHT, TUNE_FALSE = 65, 4
 
 
 def test_the_sample_is_complete_sourced_and_new() -> None:
@@ -46,7 +57,9 @@ def test_the_sample_is_complete_sourced_and_new() -> None:
 def test_the_held_out_third_follows_the_hash_rule() -> None:
     """Nothing can be moved into or out of the held-out split by hand."""
     taken = entries("all")
-    by_rule = sorted(n for n, e in taken.items() if int(hashlib.sha256(e["source"].encode()).hexdigest(), 16) % 3 == 0)
+    by_rule = sorted(
+        n for n, e in taken.items() if int(hashlib.sha256(e["source"].encode()).hexdigest(), 16) % 3 == 0
+    )
     assert sorted(entries("heldout")) == by_rule
     assert len(by_rule) >= len(taken) // 4
 

@@ -8,7 +8,7 @@ import textwrap
 DEFAULT_PROBES = ("system", "cpu", "packages", "torch-build", "gpu", "compat", "cuda-smoke", "debug-env")
 #: Every built-in probe: the default ones and those run only when asked for.
 BUILTIN_PROBES = frozenset(
-    {*DEFAULT_PROBES, "import-timing", "build-env", "host-memory", "crash-tools", "dist-env"}
+    {*DEFAULT_PROBES, "import-timing", "build-env", "host-memory", "crash-tools", "dist-env", "peer-access"}
 )
 
 
