@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import invoke, run
 from kbgen import envdata
-from kbgen.envreport import environment_of
+from kbgen.envreport import environment_of, parse
 from kbgen.envreport.measure import measure
 from kbgen.judge import judge
 from kbgen.probes.build import build_report
@@ -309,3 +309,39 @@ def test_markdown_report_with_a_pasted_collect_env_imports_its_environment(kb_pr
     assert code == 0, out
     bug = newest_bug(kb_project)
     assert "pasted: pasted in old-report.md" in bug and "torch-build.cuda: '12.4'" in bug
+
+
+def _every_rule_on_every_line(lines: list[str]) -> parse.Found:
+    found = parse.Found()
+    for index, line in enumerate(lines):
+        for pattern, fmt, fn in parse.RULES:
+            match = pattern.search(line)
+            if match:
+                fn(match, lines, index, found)
+                found.saw(fmt)
+    return found
+
+
+_REPORT_LINES = [
+    line
+    for path in sorted((Path(__file__).parent / "data" / "env-reports" / "reports").glob("*"))
+    if path.is_file()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[:80]
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_REPORT_LINES),
+            st.text(st.characters(blacklist_characters="\r\n"), max_size=80),  # read_report splits there
+            st.sampled_from(_REPORT_LINES).map(lambda x: x.replace(" ", "\u00a0").replace("0", "\u0660")),
+        ),
+        max_size=1200,
+    )
+)
+def test_the_screen_finds_every_fact_the_rules_find(lines: list[str]) -> None:
+    """The RE2 screen only skips blocks where no rule can match: with it or without, the same facts."""
+    with_screen, without = parse.scan(lines), _every_rule_on_every_line(lines)
+    assert (with_screen.facts, with_screen.formats) == (without.facts, without.formats)

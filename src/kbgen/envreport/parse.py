@@ -10,9 +10,11 @@ printed for people, so kbgen keeps one table of rules, tested on the real report
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 Scalar = str | int | float | bool | None
 
@@ -49,15 +51,75 @@ def rule(pattern: str, fmt: str) -> Callable[[Rule], Rule]:
     return add
 
 
+#: lines screened together: one RE2 pass says which rules can match anywhere in them
+BLOCK = 512
+
+
 def scan(lines: list[str]) -> Found:
+    """Run every rule on every line, in order; a block of lines where RE2 finds that no rule can
+    match (most of a training log) is skipped after one linear pass."""
     found = Found()
-    for index, line in enumerate(lines):
-        for pattern, fmt, fn in RULES:
-            match = pattern.search(line)
-            if match:
-                fn(match, lines, index, found)
-                found.saw(fmt)
+    screen, always = _screen(len(RULES))
+    for start in range(0, len(lines), BLOCK):
+        block = lines[start : start + BLOCK]
+        hits = screen.Match(_ascii("\n".join(block)).encode()) if screen is not None else None
+        candidates = sorted({*(hits or ()), *always}) if screen is not None else range(len(RULES))
+        for offset, line in enumerate(block if candidates else ()):
+            for k in candidates:
+                pattern, fmt, fn = RULES[k]
+                match = pattern.search(line)
+                if match:
+                    fn(match, lines, start + offset, found)
+                    found.saw(fmt)
     return found
+
+
+def _ascii(text: str) -> str:
+    """``text`` for the screen: RE2's ``\\s \\d \\w`` are ASCII, Python's are Unicode, so each
+    other character becomes an ASCII one the Python class would also match (a no-break space a
+    space, a digit 0, a letter its ASCII lower case or ``a``): the screen stays a superset."""
+    if text.isascii():
+        return text.translate(_SPACES)
+    return "".join(c if c.isascii() else _fold(c) for c in text).translate(_SPACES)
+
+
+#: ASCII characters Python's ``\\s`` matches and RE2's does not
+_SPACES = str.maketrans(dict.fromkeys("\x0b\x1c\x1d\x1e\x1f", " "))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold(char: str) -> str:
+    if char.isspace():
+        return " "
+    if char.isdecimal():
+        return "0"
+    lower = char.lower()
+    if lower.isascii() and len(lower) == 1:
+        return lower
+    return "a" if char.isalnum() else "?"
+
+
+@functools.cache
+def _screen(count: int) -> tuple[Any, frozenset[int]]:
+    """An RE2 set of the first ``count`` rules, their line anchors dropped (a superset of where
+    each can match), and the rules RE2 cannot run, which every block tries."""
+    import re2
+
+    from kbgen.triage.signatures import SET_MEM, _options, without_anchors
+
+    screen: Any = re2.Set.SearchSet(_options(never_nl=True, max_mem=SET_MEM))
+    always = set()
+    try:
+        for index, (pattern, _, _) in enumerate(RULES[:count]):
+            try:
+                screen.Add("(?i)" + without_anchors(pattern.pattern))
+            except re2.error:
+                always.add(index)
+                screen.Add(r"\b\B")  # keeps the indexes aligned; never matches
+        screen.Compile()
+    except re2.error:
+        return None, frozenset(range(count))
+    return screen, frozenset(always)
 
 
 def major_minor(text: str) -> str | None:
