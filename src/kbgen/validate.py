@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbgen import links
 from kbgen.errors import Problem
 from kbgen.kinds import KINDS
 from kbgen.mdtext import (
@@ -25,12 +26,8 @@ from kbgen.models import (
     BUG_ID_RE,
     AttemptOutcome,
     Bug,
-    Decided,
-    ErrorType,
-    Fix,
     ProbeStatus,
     Record,
-    RootCause,
     Status,
 )
 from kbgen.store import Entry, Kb
@@ -94,52 +91,9 @@ def _at(
 
 
 def _refs(entry: Entry[Record]) -> Iterator[tuple[tuple[Any, ...], str, str]]:
-    """(location, target kind, id) for every id a record names."""
-    r = entry.record
-    if isinstance(r, ErrorType):
-        for i, ref in enumerate(r.causes):
-            yield ("causes", i, "cause"), "cause", ref.cause
-        for i, step in enumerate(r.diagnostics):
-            if step.probe:
-                yield ("diagnostics", i, _probe_key(step)), "probe", step.probe
-        for name in ("related", "secondary_to"):
-            for i, other in enumerate(getattr(r, name)):
-                yield (name, i), "error", other
-    elif isinstance(r, RootCause):
-        for i, fix in enumerate(r.fixes):
-            yield ("fixes", i), "fix", fix
-    elif isinstance(r, Fix):
-        if r.verify_probe:
-            yield ("verify_probe",), "probe", r.verify_probe
-    elif isinstance(r, Bug):
-        yield from _bug_refs(r)
-
-
-def _probe_key(step: Decided) -> str:
-    """Where a step names its probe: ``probe``, or else its ``decided_by`` condition."""
-    return "probe" if "probe" in step.model_fields_set else "decided_by"
-
-
-def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
-    if bug.error:
-        yield ("error",), "error", bug.error
-    for name in ("suspected_causes", "confirmed_causes"):
-        for i, cause in enumerate(getattr(bug, name)):
-            yield (name, i), "cause", cause
-    for i, attempt in enumerate(bug.fixes_tried):
-        yield ("fixes_tried", i, "fix"), "fix", attempt.fix
-    for j, env in enumerate(bug.environments):
-        for i, finding in enumerate(env.findings):
-            yield ("environments", j, "findings", i, "probe"), "probe", finding.probe
-    for i, step in enumerate(bug.progress):
-        if step.probe:
-            yield ("progress", i, _probe_key(step)), "probe", step.probe
-    if bug.repro:
-        yield ("repro",), "probe", bug.repro
-    for i, other in enumerate(bug.related):
-        yield ("related", i), "bug", other
-    if bug.duplicate_of:
-        yield ("duplicate_of",), "bug", bug.duplicate_of
+    """(location, target kind, id) for every id a record names (see :mod:`kbgen.links`)."""
+    for link, loc, ref, _ in links.refs(entry.kind.name, entry.record):
+        yield loc, link.target, ref
 
 
 def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:

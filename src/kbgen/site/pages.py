@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
+from kbgen import links
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.kinds import BUG, KINDS, R, RecordKind
 from kbgen.site import render
@@ -150,14 +151,9 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
     dated = [site.today.isoformat(), str(site.stale_days), _key(*sorted(site.bugs))]
     for uri, fn in INDEX_PAGES:  # lists and counts: they change with any record
         yield Page(uri, ""), fn, (), [_key(*everything), probes, *dated]
-    for kind, fn, deps_of in (
-        ("bug", render.render_bug, _bug_deps),
-        ("error", render.render_error, _error_deps),
-        ("cause", render.render_cause, _cause_deps),
-        ("fix", render.render_fix, _fix_deps),
-    ):
+    for kind, fn in RECORD_PAGES.items():
         for record_id, entry in site.kb.entries(KINDS[kind]).items():
-            deps = [site.digest(kind, record_id), probes, *dated, *deps_of(site, entry.record)]
+            deps = [site.digest(kind, record_id), probes, *dated, *_deps(site, kind, entry.record)]
             yield _page(kind, record_id, site), fn, (record_id,), deps
     from kbgen.fleet.pages import plan as fleet_plan
 
@@ -165,40 +161,21 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
         yield Page(uri, "", None, "fleet", title), fleet_fn, args, [digest, _key(*everything), *dated]
 
 
-def _bug_deps(site: SiteData, bug: Any) -> list[str]:
-    causes = [*bug.confirmed_causes, *bug.suspected_causes]
-    fixes = [f for c in causes if c in site.causes for f in site.causes[c].fixes]
+RECORD_PAGES: dict[str, Renderer] = {
+    "bug": render.render_bug,
+    "error": render.render_error,
+    "cause": render.render_cause,
+    "fix": render.render_fix,
+}
+
+
+def _deps(site: SiteData, kind: str, record: Any) -> list[str]:
+    """The digests of the records a record's page shows: those it links to, those that link to
+    it (both from :mod:`kbgen.links`), and the fixes of the causes it names."""
+    causes = [ref for link, _, ref, _ in links.refs(kind, record) if link.target == "cause"]
     return [
-        site.digest("error", bug.error or ""),
-        *(site.digest("cause", c) for c in causes),
-        *(site.digest("fix", f) for f in [*fixes, *(a.fix for a in bug.fixes_tried)]),
-        *(site.digest("bug", b) for b in site.related_bugs.get(bug.id, [])),
-        site.digest("bug", bug.duplicate_of or ""),
-    ]
-
-
-def _error_deps(site: SiteData, error: Any) -> list[str]:
-    causes = [ref.cause for ref in error.causes]
-    return [
-        *(site.digest("cause", c) for c in causes),
-        *(site.digest("fix", f) for c in causes if c in site.causes for f in site.causes[c].fixes),
-        *(site.digest("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
-        *(site.digest("error", e) for e in [*error.related, *error.secondary_to]),
-    ]
-
-
-def _cause_deps(site: SiteData, cause: Any) -> list[str]:
-    return [
-        *(site.digest("fix", f) for f in cause.fixes),
-        *(site.digest("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
-        *(site.digest("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])),
-    ]
-
-
-def _fix_deps(site: SiteData, fix: Any) -> list[str]:
-    return [
-        *(site.digest("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
-        *(site.digest("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, [])),
+        *(site.digest(*other) for other in site.linked(kind, record.id)),
+        *(site.digest("fix", f) for f in site.fixes_of(causes)),
     ]
 
 

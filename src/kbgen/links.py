@@ -1,0 +1,109 @@
+"""The links between records, one row each: the only place a link field is written down.
+
+A record names other records by id (a bug its error type, a cause its fixes, a checklist step
+its probe). :data:`LINKS` declares each such field once, with the kind it points at; the checks
+(every id named exists), the site's backward lists ("bugs with this error") and the pages a
+``kbgen serve`` rebuild renders again after an edit are all derived from it. A field that names
+records and is not listed here is checked by nothing and shown stale by a running preview.
+
+Like :mod:`kbgen.kinds`, importing this module loads no pydantic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+#: what a probe link points at: probes are files of code, not records with pages
+PROBE = "probe"
+
+#: where in a record an id is named, as pydantic and the checks write it: ("causes", 0, "cause")
+Loc = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A field of records of kind ``source`` that names records of kind ``target`` by id.
+
+    ``path`` says where the ids are: ``error`` (one id or none), ``related[]`` (a list of ids),
+    ``causes[].cause`` (a list of objects, each naming one), ``environments[].findings[].probe``.
+    ``step``: the objects are checklist steps, whose probe may be given by their ``decided_by``
+    condition alone; a missing probe is then reported there. ``role``: how the target's page
+    speaks of the source ("confirmed", "suspected"), where it tells links of one pair of kinds
+    apart.
+    """
+
+    source: str
+    path: str
+    target: str
+    step: bool = False
+    role: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}.{self.path.split('[', 1)[0]}"
+
+    def refs(self, record: Any) -> Iterator[tuple[Loc, str, Any]]:
+        """(location, id, the object naming it, or None for an id held directly) for every id
+        this field of ``record`` names, in the record's order."""
+        yield from _walk(record, self.path.split("."), (), None, self.step)
+
+
+def _walk(obj: Any, parts: list[str], loc: Loc, holder: Any, step: bool) -> Iterator[tuple[Loc, str, Any]]:
+    head, rest = parts[0], parts[1:]
+    many = head.endswith("[]")
+    name = head.removesuffix("[]")
+    value = getattr(obj, name)
+    if not many:
+        if not rest:
+            if value:
+                key = _step_key(obj) if step else name
+                yield (*loc, key), value, holder
+            return
+        yield from _walk(value, rest, (*loc, name), value, step)
+        return
+    for i, item in enumerate(value):
+        if rest:
+            yield from _walk(item, rest, (*loc, name, i), item, step)
+        elif item:
+            yield (*loc, name, i), item, None
+
+
+def _step_key(step: Any) -> str:
+    """Where a step names its probe: ``probe``, or else its ``decided_by`` condition."""
+    return "probe" if "probe" in step.model_fields_set else "decided_by"
+
+
+LINKS: tuple[Link, ...] = (
+    Link("error", "causes[].cause", "cause"),
+    Link("error", "diagnostics[].probe", PROBE, step=True),
+    Link("error", "related[]", "error"),
+    Link("error", "secondary_to[]", "error"),
+    Link("cause", "fixes[]", "fix"),
+    Link("fix", "verify_probe", PROBE),
+    Link("bug", "error", "error"),
+    # confirmed before suspected: a cause's page lists a bug once, as confirmed when it is
+    Link("bug", "confirmed_causes[]", "cause", role="confirmed"),
+    Link("bug", "suspected_causes[]", "cause", role="suspected"),
+    Link("bug", "fixes_tried[].fix", "fix"),
+    Link("bug", "environments[].findings[].probe", PROBE),
+    Link("bug", "progress[].probe", PROBE, step=True),
+    Link("bug", "repro", PROBE),
+    Link("bug", "related[]", "bug"),
+    Link("bug", "duplicate_of", "bug"),
+)
+
+#: the links declared by each kind of record, in :data:`LINKS` order
+FROM: dict[str, tuple[Link, ...]] = {}
+for _link in LINKS:
+    FROM[_link.source] = (*FROM.get(_link.source, ()), _link)
+#: each link by its name ("bug.error", "cause.fixes", ...)
+BY_NAME: dict[str, Link] = {link.name: link for link in LINKS}
+
+
+def refs(kind: str, record: Any) -> Iterator[tuple[Link, Loc, str, Any]]:
+    """(link, location, id, holder) for every id ``record`` (of ``kind``) names."""
+    for link in FROM.get(kind, ()):
+        for loc, ref, holder in link.refs(record):
+            yield link, loc, ref, holder
