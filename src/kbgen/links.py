@@ -47,21 +47,33 @@ class Link:
     def refs(self, record: Any) -> Iterator[tuple[Loc, str, Any]]:
         """(location, id, the object naming it, or None for an id held directly) for every id
         this field of ``record`` names, in the record's order."""
-        yield from _walk(record, self.path.split("."), (), None, self.step)
+        parts = self.path.split(".")
+        head = parts[0].removesuffix("[]")
+        value = getattr(record, head)
+        if len(parts) == 1 and not parts[0].endswith("[]"):  # one id, or none
+            if value:
+                yield (head,), value, None
+        elif len(parts) == 1:  # a list of ids
+            for i, ref in enumerate(value):
+                yield (head, i), ref, None
+        elif len(parts) == 2 and not parts[1].endswith("[]"):  # a list of objects naming one each
+            for i, item in enumerate(value):
+                ref = getattr(item, parts[1])
+                if ref:
+                    yield (head, i, _step_key(item) if self.step else parts[1]), ref, item
+        else:
+            yield from _walk(record, parts, (), None, self.step)
 
 
 def _walk(obj: Any, parts: list[str], loc: Loc, holder: Any, step: bool) -> Iterator[tuple[Loc, str, Any]]:
     head, rest = parts[0], parts[1:]
-    many = head.endswith("[]")
     name = head.removesuffix("[]")
     value = getattr(obj, name)
-    if not many:
-        if not rest:
-            if value:
-                key = _step_key(obj) if step else name
-                yield (*loc, key), value, holder
-            return
-        yield from _walk(value, rest, (*loc, name), value, step)
+    if not head.endswith("[]"):
+        if rest:
+            yield from _walk(value, rest, (*loc, name), value, step)
+        elif value:
+            yield (*loc, _step_key(obj) if step else name), value, holder
         return
     for i, item in enumerate(value):
         if rest:

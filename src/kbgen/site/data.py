@@ -112,7 +112,7 @@ class SiteData:
     def source_of(self, kind: str, record_id: str) -> str:
         """The project-relative path of the file a record was read from."""
         entry = self.kb.entries(KINDS[kind])[record_id]
-        return self.kb.project.rel(entry.path)
+        return entry.source.rel or self.kb.project.rel(entry.path)
 
     def digest(self, kind: str, record_id: str) -> str:
         """The content digest of a record's file ('-' when there is no such record)."""
@@ -156,12 +156,9 @@ class SiteData:
         why = step.title if step is not None else f"verifies this {kind}"
         self.probe_users.setdefault(probe_id, []).append((page_uri(kind, record.id), record.title, why))
 
-    def linked(self, kind: str, record_id: str) -> list[tuple[str, str]]:
-        """(kind, id) of every record the record names, and of every record that names it."""
-        record = self.kb.entries(KINDS[kind])[record_id].record
-        found = [(link.target, ref) for link, _, ref, _ in links.refs(kind, record) if link.target in KINDS]
-        found += [(link.source, r.id) for r, link, _ in self.backlinks.get((kind, record_id), [])]
-        return found
+    def linking_to(self, kind: str, record_id: str) -> list[tuple[str, str]]:
+        """(kind, id) of every record that names the record ``record_id`` of ``kind``."""
+        return [(link.source, r.id) for r, link, _ in self.backlinks.get((kind, record_id), ())]
 
     def fixes_of(self, cause_ids: Iterable[str]) -> list[str]:
         """The known fixes of the known causes among ``cause_ids``, each once, in the causes' order."""

@@ -172,11 +172,16 @@ RECORD_PAGES: dict[str, Renderer] = {
 def _deps(site: SiteData, kind: str, record: Any) -> list[str]:
     """The digests of the records a record's page shows: those it links to, those that link to
     it (both from :mod:`kbgen.links`), and the fixes of the causes it names."""
-    causes = [ref for link, _, ref, _ in links.refs(kind, record) if link.target == "cause"]
-    return [
-        *(site.digest(*other) for other in site.linked(kind, record.id)),
-        *(site.digest("fix", f) for f in site.fixes_of(causes)),
-    ]
+    deps: list[str] = []
+    causes: list[str] = []
+    for link, _, ref, _ in links.refs(kind, record):
+        if link.target in KINDS:
+            deps.append(site.digest(link.target, ref))
+        if link.target == "cause":
+            causes.append(ref)
+    deps += (site.digest(*other) for other in site.linking_to(kind, record.id))
+    deps += (site.digest("fix", f) for f in site.fixes_of(causes))
+    return deps
 
 
 def _page(kind: str, record_id: str, site: SiteData) -> Page:
