@@ -40,6 +40,7 @@ from kbgen.store import Entry, Project, load_kb, read_entry
 
 if TYPE_CHECKING:
     from kbgen.probes.discovery import ProbeSpec
+    from kbgen.validate import CheckMemo
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,12 @@ def probe_catalogue(project: Project, specs: list[ProbeSpec]) -> dict[str, Probe
 
 
 class EntryCache:
-    """Entries of files that did not change since they were read (same size, times and inode)."""
+    """Entries of files that did not change since they were read (same size, times and inode),
+    and what the checks found in them."""
 
     def __init__(self) -> None:
         self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry[Any]]] = {}
+        self.checks: CheckMemo | None = None  # what the checks found in those entries
 
     def read(self, path: Path, kind: RecordKind[R], project: Project) -> Entry[R]:
         try:
@@ -100,11 +103,13 @@ def load_site(
 ) -> tuple[SiteData, list[Problem]]:
     """Load and check the KB; raise EntryError listing every error, return the warnings."""
     from kbgen.probes.discovery import scan
-    from kbgen.validate import validate_kb
+    from kbgen.validate import CheckMemo, validate_kb
 
     kb = load_kb(project, cache.read if cache is not None else None)
     scanned = scan(project)  # the probe files, read once: for the checks and for the catalogue
-    problems = validate_kb(kb, scanned)
+    if cache is not None and cache.checks is None:
+        cache.checks = CheckMemo()
+    problems = validate_kb(kb, scanned, cache.checks if cache is not None else None)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise EntryError(errors, hint="`kbgen validate` lists the same problems")
