@@ -119,3 +119,24 @@ def refs(kind: str, record: Any) -> Iterator[tuple[Link, Loc, str, Any]]:
     for link in FROM.get(kind, ()):
         for loc, ref, holder in link.refs(record):
             yield link, loc, ref, holder
+
+
+class RefMemo:
+    """The ids each record names, kept while it is the same record object: a running
+    ``kbgen serve`` walks again only the records of the files it read again."""
+
+    def __init__(self) -> None:
+        self.kept: dict[int, tuple[Any, list[tuple[Link, str, Any]]]] = {}
+        self.seen: dict[int, tuple[Any, list[tuple[Link, str, Any]]]] = {}
+
+    def of(self, kind: str, record: Any) -> list[tuple[Link, str, Any]]:
+        """(link, id, holder) for every id ``record`` (of ``kind``) names."""
+        kept = self.seen.get(id(record)) or self.kept.get(id(record))
+        if kept is None or kept[0] is not record:
+            kept = (record, [(link, ref, holder) for link, _, ref, holder in refs(kind, record)])
+        self.seen[id(record)] = kept
+        return kept[1]
+
+    def forget_unseen(self) -> None:
+        """Keep only the records asked about since the last call (those of the latest build)."""
+        self.kept, self.seen = self.seen, {}

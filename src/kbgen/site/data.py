@@ -98,6 +98,8 @@ class SiteData:
     probe_users: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     #: (kind, id) -> (record, link, holder) for every link naming that record (or probe)
     backlinks: dict[tuple[str, str], list[tuple[Any, Link, Any]]] = field(default_factory=dict)
+    #: the ids each record names (a running server keeps one between builds)
+    refs: links.RefMemo = field(default_factory=links.RefMemo)
 
     def __post_init__(self) -> None:
         # Plain dicts, made once: templates look records up thousands of times per build.
@@ -106,6 +108,7 @@ class SiteData:
         self.fixes: dict[str, Fix] = self.kb.records(FIX)
         self.bugs: dict[str, Bug] = self.kb.records(BUG)
         self._link_back()
+        self.refs.forget_unseen()
 
     # ------------------------------------------------------------------ records
 
@@ -130,7 +133,7 @@ class SiteData:
         by_link: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
         for name, kind in KINDS.items():
             for record in sorted(self.kb.records(kind).values(), key=lambda r: r.id):
-                for link, _, ref, holder in links.refs(name, record):
+                for link, ref, holder in self.refs.of(name, record):
                     self.backlinks.setdefault((link.target, ref), []).append((record, link, holder))
                     by_link.setdefault(link.name, {}).setdefault(ref, []).append((record, holder))
                     if link.target == links.PROBE and name != "bug":

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
-from kbgen import links
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.kinds import BUG, KINDS, R, RecordKind
+from kbgen.links import RefMemo
 from kbgen.site import render
 from kbgen.site.data import (
     BUGS,
@@ -83,6 +83,7 @@ class EntryCache:
     def __init__(self) -> None:
         self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry[Any]]] = {}
         self.checks: CheckMemo | None = None  # what the checks found in those entries
+        self.refs = RefMemo()  # the ids their records name
 
     def read(self, path: Path, kind: RecordKind[R], project: Project) -> Entry[R]:
         try:
@@ -113,7 +114,8 @@ def load_site(
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise EntryError(errors, hint="`kbgen validate` lists the same problems")
-    site = SiteData(kb, today, probe_catalogue(project, scanned[0]), stale_days)
+    memo = cache.refs if cache is not None else RefMemo()
+    site = SiteData(kb, today, probe_catalogue(project, scanned[0]), stale_days, refs=memo)
     return site, [p for p in problems if p.severity != "error"]
 
 
@@ -179,7 +181,7 @@ def _deps(site: SiteData, kind: str, record: Any) -> list[str]:
     it (both from :mod:`kbgen.links`), and the fixes of the causes it names."""
     deps: list[str] = []
     causes: list[str] = []
-    for link, _, ref, _ in links.refs(kind, record):
+    for link, ref, _ in site.refs.of(kind, record):
         if link.target in KINDS:
             deps.append(site.digest(link.target, ref))
         if link.target == "cause":
