@@ -73,6 +73,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
+        self.edit_uris: dict[tuple[str, Path, Path], str] = {}  # (kb/ source, docs/, project) -> edit link
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -186,11 +187,18 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         if page.source is not None and page.source.startswith(layers.BASE_LABEL):
             file.edit_uri = None  # shipped with kbgen: `kbgen kb copy ID` forks it into kb/
         elif page.source is not None:
-            assert self.project is not None
-            # Relative to docs/, like every other page's: an edit_uri of ".../docs/" resolves "..".
-            target = self.project.root / page.source
-            file.edit_uri = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
+            file.edit_uri = self._edit_uri(page.source, docs)
         return file
+
+    def _edit_uri(self, source: str, docs: Path) -> str:
+        """The kb/ file ``source`` relative to docs/, like every other page's edit link (an
+        edit_uri of ".../docs/" resolves ".."); remembered, as a rebuild asks for every page's."""
+        assert self.project is not None
+        key = (source, docs, self.project.root)
+        if key not in self.edit_uris:
+            target = self.project.root / source
+            self.edit_uris[key] = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
+        return self.edit_uris[key]
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         # Material renders the navigation, error types included, into every page: render it
