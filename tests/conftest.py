@@ -41,6 +41,7 @@ REQUIRED_ERROR_IDS = frozenset(
         "gpu-ecc-error",
         "cuda-device-busy",
         "import-hang",
+        "cpu-index-out-of-range",
     }
 )
 

@@ -119,6 +119,7 @@ def test_every_command_has_help_and_is_in_the_readme() -> None:
             "serve",
             "build-pages",
             "triage",
+            "new-error",
             "import",
             "fleet",
             "fix",

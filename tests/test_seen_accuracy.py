@@ -1,6 +1,6 @@
 """How well kbgen recognises a crash it has filed, on real pairs from public issue threads.
 
-The figures were measured once on the held-out split (tests/data/seen/README.md) and are held
+The figures were measured once on each held-out split (tests/data/seen/README.md) and are held
 here as floors: a change that recognises fewer pairs, or claims a distractor, fails.
 """
 
@@ -20,6 +20,12 @@ from seen_variants import bases, variants
 #: library), 0 of 10 distractors claimed
 HELDOUT_PAIRS_FLOOR = 1
 HELDOUT_DISTRACTORS_CLAIMED_CEILING = 0
+#: measured once on the second held-out split, after the rules were tuned on the first two:
+#: 3 of 5 pairs recognised (misses: vllm #1157, one bfloat16 message with no frame or name,
+#: which any program refusing bfloat16 on a T4 prints; ComfyUI #7126, whose later post carries only the
+#: sm_120 warning printed before the error), 0 of 13 distractors claimed
+HELDOUT2_PAIRS_FLOOR = 3
+HELDOUT2_DISTRACTORS_CLAIMED_CEILING = 0
 #: measured on the robustness set: share of recognisable variants claimed the same bug
 ROBUSTNESS_FLOOR = 0.98
 
@@ -31,6 +37,15 @@ def test_held_out_pairs_are_recognised_and_no_distractor_is_claimed(
     assert figures.pairs == 3 and figures.distractors == 10
     assert figures.pairs_hit >= HELDOUT_PAIRS_FLOOR, figures.misses
     assert figures.distractors_claimed <= HELDOUT_DISTRACTORS_CLAIMED_CEILING, figures.claimed
+
+
+def test_second_held_out_pairs_are_recognised_and_no_distractor_is_claimed(
+    kb_project: Path, base_layer: None
+) -> None:
+    figures = measure(kb_project, "heldout2")
+    assert figures.pairs == 5 and figures.distractors == 13
+    assert figures.pairs_hit >= HELDOUT2_PAIRS_FLOOR, figures.misses
+    assert figures.distractors_claimed <= HELDOUT2_DISTRACTORS_CLAIMED_CEILING, figures.claimed
 
 
 def test_tuning_distractors_are_never_claimed(kb_project: Path, base_layer: None) -> None:

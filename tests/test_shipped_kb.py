@@ -98,6 +98,11 @@ EXAMPLES: dict[str, list[str]] = {
         "DEBUG Command exited with signal: Some(4)",
     ],
     "cuda-out-of-memory": [
+        # https://github.com/caikit/caikit-nlp/issues/256
+        "RuntimeError: No executable batch size found, reached zero.",
+        # https://github.com/xorbitsai/inference/issues/4637
+        "ValueError: Free memory on device (1.52/23.52 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 21.16 GiB).",
         # https://github.com/pytorch/pytorch/issues/16417
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total "
         "capacity of 23.65 GiB of which 11.06 MiB is free. Including non-PyTorch memory, this process has "
@@ -154,7 +159,25 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: cuda runtime error (59) : device-side assert triggered at "
         "/pytorch/torch/lib/THC/generic/THCStorage.cu:58",
     ],
+    "cpu-index-out-of-range": [
+        # https://github.com/DEEP-PolyU/KEQA_WSDM19/issues/26
+        "IndexError: index out of range in self",
+        # https://github.com/mlverse/torch/issues/220 (R torch: the message libtorch raises)
+        "  index out of range in self (operator() at ../aten/src/ATen/native/TensorAdvancedIndexing.cpp:448)",
+        # https://github.com/avisheknag17/public_ml_models/issues/2
+        "IndexError: Target 5 is out of bounds.",
+        # https://github.com/EricFillion/happy-transformer/issues/248 (the message wrapped onto its own line)
+        "Target -1 is out of bounds.",
+        # https://github.com/pytorch/pytorch/pull/5299 (the wording before PyTorch 0.4)
+        "RuntimeError: Target 100 out of bounds at /.../pytorch/aten/src/THNN/generic/ClassNLLCriterion.c:56",
+        # https://github.com/xiaojunxu/SQLNet/issues/41
+        "RuntimeError: Assertion `cur_target >= 0 && cur_target < n_classes' failed.  at "
+        "c:\\new-builder_3\\win-wheel\\pytorch\\aten\\src\\thnn\\generic/ClassNLLCriterion.c:93",
+    ],
     "cuda-no-kernel-image": [
+        # https://github.com/guoqincode/Open-AnimateAnyone/issues/114
+        "sm_90 is not compatible with the current PyTorch installation.",
+        "install supports CUDA capabilities sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86.",
         # https://github.com/2noise/ChatTTS/issues/341
         "RuntimeError: Found NVIDIA GeForce GTX 1080 Ti which is too old to be supported by the "
         "triton GPU compiler, which is used as the backend. Triton only supports devices of CUDA "
@@ -184,6 +207,8 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)",
     ],
     "cuda-driver-too-old": [
+        # https://github.com/Haoming02/sd-webui-forge-classic/issues/1463
+        "SystemError: Please update your GPU driver or manually install older version of PyTorch",
         # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
         "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
         "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
@@ -212,6 +237,8 @@ EXAMPLES: dict[str, list[str]] = {
         "kernel version 450.80.2 does not match DSO version 470.57.2 -- cannot find working devices",
     ],
     "cuda-not-available": [
+        # https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/759
+        "AssertionError: Torch is not able to use GPU",
         # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
         "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
         "before calling NumCudaDevices() that might have already set an error? Error 804: forward "
@@ -351,6 +378,11 @@ EXAMPLES: dict[str, list[str]] = {
         'Unexpected "CUDA error: the launch timed out and was terminated" or `CUDA_ERROR_LAUNCH_TIMEOUT`',
     ],
     "device-mismatch": [
+        # https://github.com/michhar/pytorch-yolo-v3-custom/issues/4
+        "RuntimeError: expected device cuda:0 and dtype Float but got device cpu and dtype Float",
+        # https://github.com/udacity/deep-learning-v2-pytorch/pull/243
+        "TypeError: can't convert CUDA tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+        "memory first.",
         # https://github.com/hkzhang-git/HiNAS/issues/3
         "RuntimeError: Expected object of backend CUDA but got backend CPU for argument #2 'weight'",
         # https://github.com/leeyeehoo/CSRNet-pytorch/issues/3
@@ -385,6 +417,8 @@ EXAMPLES: dict[str, list[str]] = {
         "RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'",
     ],
     "dataloader-worker-died": [
+        # https://github.com/octree-nn/ocnn-pytorch/issues/11
+        " Pin memory thread exited unexpectedly,",
         # https://github.com/MIC-DKFZ/nnUNet/issues/2162
         "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)",
         # https://github.com/hkchengrex/STCN/issues/132

@@ -172,3 +172,24 @@ def test_kbgen_serve_starts_with_a_broken_record_and_recovers(tmp_path: Path) ->
         assert problem(server) == ""
     finally:
         server.stop()
+
+
+def test_kbgen_serve_shows_the_fleet_tab_on_every_page_after_the_first_ingest(
+    serve: Callable[[list[str]], Server],
+) -> None:
+    from fleet_fixtures import dumps, report
+
+    server = serve([*KBGEN, "serve"])
+    project = server.log.parent
+    assert "Fleet" not in server.page("bugs/BUG-20251020-001/")
+    for host in ("gpu01", "gpu02"):
+        (project / f"{host}.json").write_text(dumps(report(host)))
+    ingest = subprocess.run(
+        [*KBGEN, "fleet", "ingest", "gpu01.json", "gpu02.json"], cwd=project, capture_output=True
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    # a page whose own content did not change shows the new tab too, without a restart
+    wait_until(
+        lambda: 'href="../../fleet/"' in server.page("bugs/BUG-20251020-001/"), "Fleet tab on a bug page"
+    )
+    assert "gpu02" in server.page("fleet/")

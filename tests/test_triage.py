@@ -122,6 +122,7 @@ def test_triage_json_ranks_best_first(project: Path) -> None:
     # each match carries its causes, ranked with the environment the log shows (none here)
     assert all(isinstance(m.pop("causes"), list) for m in data["matches"])
     assert data.pop("known_bugs") == []  # the project has filed no bug with this crash
+    assert data.pop("verdict") == "match"
     assert data == {
         "source": "train.log",
         "lines": 2,
@@ -231,12 +232,25 @@ def test_real_log_noise(project: Path, noisy: str, shown: str | None) -> None:
 
 
 def test_no_match_says_so_and_suggests_new_bug(project: Path) -> None:
-    result = triage(write_log(project, "ValueError: bad config key 'lr'\n"))
+    result = triage(write_log(project, "RuntimeError: fused step failed on stream 3\n"))
     assert result.exit_code == 0
     assert result.output == (
         "No error type in the KB matches train.log (1 line).\n"
-        "To record it as a new bug (and start a new error type from it):\n"
+        "   RuntimeError: fused step failed on stream 3\n"
+        "To record it as a new bug:\n"
         "  kbgen new-bug --from-log train.log\n"
+        "To teach kbgen this error (drafts kb/errors/<id>.md from the error line):\n"
+        "  kbgen new-error --from-log train.log\n"
+    )
+
+
+def test_a_plain_error_in_the_program_is_no_gpu_failure(project: Path) -> None:
+    result = triage(write_log(project, "ValueError: bad config key 'lr'\n"))
+    assert result.exit_code == 0
+    assert result.output == (
+        "Not a GPU failure: train.log (1 line) ends with an error in the program itself.\n"
+        "   ValueError: bad config key 'lr'\n"
+        "   Nothing in it points at the GPU, the driver or a CUDA library: fix the code or its data.\n"
     )
 
 

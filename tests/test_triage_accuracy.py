@@ -79,8 +79,10 @@ FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, 
 #: threads no set above uses, committed before the second once-fresh set's misses were fixed and
 #: never tuned on. Its one measurement, with the signatures as tuned on all three sets above: top-1
 #: 118 of 123 (0.959), top-3 119 of 123 (0.967), no negative matched; the goals are 0.95 and no
-#: false match. These figures are a floor a change may not go under.
-HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=25)
+#: false match. These figures are a floor a change may not go under. Two of its negatives were CPU
+#: index errors ("index out of range in self"), the readable twin of a device-side assert; since
+#: kbgen names those (cpu-index-out-of-range) they are labelled so, beside one log added for it.
+HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=23)
 LATER_SETS = {"once-fresh set": FRESH, "second once-fresh set": FRESH2, "held-out set": HELD_OUT}
 
 

@@ -24,6 +24,7 @@ with ConflictError, when the file changed on disk while the probes ran.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import re
@@ -47,6 +48,7 @@ from kbgen.models import (
     Status,
     StepState,
 )
+from kbgen.reproduce import STEP_ID, cannot_reproduce, cuda_error, gpu_step
 from kbgen.roundtrip import save_changes
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ class FillPlan:
     probe_ids: list[str]
     steps: list[ProgressStep]
     missing: list[str] = field(default_factory=list)
+    #: the bug's error type when only a machine whose torch drives a CUDA GPU shows it
+    cuda_error: str | None = None
 
 
 @dataclass
@@ -78,6 +82,7 @@ class FillOutcome:
     status_change: tuple[str, str] | None = None
     report_path: Path | None = None
     verified_fixes: list[str] = field(default_factory=list)
+    cannot_reproduce: str | None = None  # why this machine cannot show the bug's (CUDA) error
 
 
 def plan_fill(kb: Kb, bug: Bug, specs: list[ProbeSpec]) -> FillPlan:
@@ -93,7 +98,8 @@ def plan_fill(kb: Kb, bug: Bug, specs: list[ProbeSpec]) -> FillPlan:
     wanted += [s.probe for s in steps if s.probe]
     wanted += [bug.repro] if bug.repro else []
     ordered = list(dict.fromkeys(wanted))
-    return FillPlan([i for i in ordered if i in known], steps, [i for i in ordered if i not in known])
+    probe_ids, missing = [i for i in ordered if i in known], [i for i in ordered if i not in known]
+    return FillPlan(probe_ids, steps, missing, cuda_error(kb, bug))
 
 
 def _evidence(result: ProbeResult, host: str = "") -> str:
@@ -189,7 +195,9 @@ def status_after(bug: Bug, report: ProbeReport, *, primary: bool) -> tuple[Statu
     return None
 
 
-def _summary(report: ProbeReport, missing: list[str], repro: str | None, new_machine: bool) -> str:
+def _summary(
+    report: ProbeReport, missing: list[str], repro: str | None, new_machine: bool, cannot: str | None
+) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(report.counts().items()))
     where = ("new machine " if new_machine else "") + report.host
     text = f"on {where}: {len(report.results)} probes ({counts}) in Python {report.python.version}"
@@ -198,6 +206,7 @@ def _summary(report: ProbeReport, missing: list[str], repro: str | None, new_mac
         text += f"; reproduced on {report.host}"
     elif result is not None and result.status == ProbeStatus.pass_:
         text += f"; does not reproduce on {report.host}"
+    text += f"; {cannot}" if cannot else ""
     return text + (f"; not found: {', '.join(missing)}" if missing else "")
 
 
@@ -225,6 +234,7 @@ def new_environment(old: Environment | None, bug: Bug, plan: FillPlan, report: P
         facts=facts,
         report=report_name(bug.id, report.host, python),
         findings=new_findings(old.findings if old else [], report, plan.missing, report.collected_at),
+        cannot_reproduce=cannot_reproduce(plan.cuda_error, report),
     )
 
 
@@ -271,7 +281,13 @@ def compute_changes(
     python = python_label(report)
     old = next((e for e in bug.environments if e.same_machine(report.host, python)), None)
     env = new_environment(old, bug, plan, report)
-    envs, new_machine = place(bug.environments, env, primary=primary)
+    # a machine that shows the error goes ahead of those that cannot: it is the failing machine
+    first_cannot = bool(bug.environments) and bool(bug.environments[0].cannot_reproduce)
+    envs, new_machine = place(
+        bug.environments, env, primary=primary or (first_cannot and not env.cannot_reproduce)
+    )
+    if env.cannot_reproduce and all(s.id != STEP_ID for s in plan.steps):
+        plan = dataclasses.replace(plan, steps=[*plan.steps, gpu_step()])  # ask for a GPU machine
     history = list(bug.history)
     progress = fill_steps(plan, report, history, now=now, by=by)
     moved = status_after(bug, report, primary=envs[0] is env)
@@ -287,7 +303,7 @@ def compute_changes(
     ]
     moved_up = primary and bool(bug.environments) and bug.environments[0].host != env.host
     if moved is not None or new_machine or moved_up or steps_changed or _content(env) != _content(old):
-        note = _summary(report, plan.missing, bug.repro, new_machine)
+        note = _summary(report, plan.missing, bug.repro, new_machine, env.cannot_reproduce)
         history.append(Event(at=now, kind=EventKind.probe_fill, by=by, note=note))
     proposed["history"] = history
     proposed["updated"] = now
@@ -317,13 +333,14 @@ def fill_bug(
     if report.interpreter_error:
         raise _not_run(report)
     changes = compute_changes(bug, plan, report, now=now, by=by, primary=primary)
+    cannot = cannot_reproduce(plan.cuda_error, report)
     report_path = _write_report(entry, bug, report)
     written = save_bug(entry, lambda fresh: _unchanged_since(entry, fresh, changes)) if changes else False
     moved = (bug.status.value, changes["status"].value) if "status" in changes else None
     verified = (
         mark_verified(bug, fixes or {}, now.date()) if moved and moved[1] == Status.verified.value else []
     )
-    return FillOutcome(bug.id, entry.path, written, sorted(changes), moved, report_path, verified)
+    return FillOutcome(bug.id, entry.path, written, sorted(changes), moved, report_path, verified, cannot)
 
 
 def mark_verified(bug: Bug, fixes: dict[str, Entry[Fix]], day: dt.date) -> list[str]:

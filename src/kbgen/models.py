@@ -229,6 +229,8 @@ class Environment(Strict):
     findings: list[Finding] = []
     #: set when the facts were read from a pasted report, not probed: where it was pasted
     pasted: Annotated[str, StringConstraints(max_length=200)] | None = None
+    #: set when this machine cannot show the bug's error (a CUDA error, torch without CUDA): why
+    cannot_reproduce: Annotated[str, StringConstraints(max_length=300)] | None = None
 
     @field_validator("facts", mode="before")
     @classmethod

@@ -76,7 +76,7 @@ def validate_kb(
     a caller that scanned them already (the site); scanned here when not given. ``memo``: what an
     earlier call found in the files that did not change since (see :class:`CheckMemo`).
     """
-    from kbgen import envdata
+    from kbgen import envdata, errordraft
     from kbgen.probes.discovery import scan
 
     specs, probe_problems = probes if probes is not None else scan(kb.project)
@@ -95,6 +95,7 @@ def validate_kb(
             problems.extend(found)
     own.own = seen  # a file no longer loaded is forgotten
     problems.extend(envdata.problems())
+    problems.extend(errordraft.problems())
     return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
 
 

@@ -218,8 +218,8 @@ def _after_failure(
     if report.matches:
         best = report.matches[0]
         click.echo(f"kbgen: looks like {best.error} ({best.title}).", err=True)
-    else:
-        click.echo("kbgen: no known error type matches the output.", err=True)
+    elif _no_gpu_failure(loaded, report, text):
+        return
     if seen_before(loaded, report, file_bug, ran):
         return
     if not file_bug:
@@ -244,6 +244,26 @@ def _after_failure(
         timeout=None,
         redact_paths=False,
     )
+
+
+def _no_gpu_failure(loaded: Any, report: Any, text: str) -> bool:
+    """Say what an unmatched failure is; True when it is the program's own error (no bug filed:
+    the KB is for GPU failures)."""
+    from kbgen.redact import redact_text
+    from kbgen.triage.verdict import NOT_GPU, outcome_of
+
+    outcome = outcome_of(report, text, loaded)
+    if outcome.verdict == NOT_GPU and outcome.failure is not None:
+        where = outcome.failure.user_frame
+        at = f" (your code: {redact_text(where.where())})" if where else ""
+        click.echo(f"kbgen: not a GPU failure: {redact_text(outcome.failure.line)}{at}", err=True)
+        click.echo("kbgen: no bug filed; fix the program or its data.", err=True)
+        return True
+    click.echo("kbgen: no known error type matches the output.", err=True)
+    if outcome.guesses:
+        shown = ", ".join(g.error for g in outcome.guesses)
+        click.echo(f"kbgen: nearest error types, as guesses: {shown}", err=True)
+    return False
 
 
 def _new_bug(ctx: click.Context, loaded: Any, text: str) -> str:

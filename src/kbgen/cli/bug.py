@@ -81,6 +81,7 @@ def _machines(bug: Any) -> list[str]:
     out = []
     for i, env in enumerate(bug.environments):
         role = "failing machine" if i == 0 else "also probed"
+        role = f"probed, but {env.cannot_reproduce}" if env.cannot_reproduce else role
         when = env.collected_at.isoformat() if env.collected_at else "time not recorded"
         out += ["", f"Machine {i + 1} ({role}): {env.host}, Python {env.python or 'not recorded'}, {when}"]
         if env.report:

@@ -313,6 +313,13 @@ def _fill(
     if outcome.verified_fixes:
         message += f"; last_verified set on {', '.join(outcome.verified_fixes)}"
     click.echo(message, err=as_json)
+    if outcome.cannot_reproduce:
+        click.echo(
+            f"{outcome.bug_id}: this machine {outcome.cannot_reproduce}. Its facts are kept, marked so; "
+            f"run `kbgen probe --fill {outcome.bug_id}` where torch sees a CUDA GPU (or add "
+            "--from-fleet NODE) for the failing machine's facts.",
+            err=as_json,
+        )
 
 
 def _save_report(report: ProbeReport, bug_id: str) -> str:

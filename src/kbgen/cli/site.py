@@ -80,6 +80,12 @@ def serve(
     devserver.allow_hosts(allow_hosts)  # the kbgen plugin's on_serve puts the guard in place
 
     config = config_file or _config_of(ctx)
+    if taken := devserver.address_taken(dev_addr):
+        port = dev_addr.rpartition(":")[2]
+        bumped = str(int(port) + 1) if port.isdigit() else "8001"
+        raise KbgenError(
+            taken, hint=f"stop it, or serve elsewhere: kbgen serve --dev-addr 127.0.0.1:{bumped}"
+        )
     logger = logging.getLogger("mkdocs")
     logger.setLevel(logging.INFO)
     logger.addHandler(_Echo())

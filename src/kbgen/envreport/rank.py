@@ -37,12 +37,14 @@ def rank_causes(error_id: str | None, kb: Kb, verdicts: list[Verdict]) -> list[d
     rows += [
         {"cause": c, "likelihood": None, "verdict": None, "reason": None} for c in bad if c not in listed
     ]
+    passed = {v.cause: v.message for v in verdicts if v.cause and v.status == "pass"}
     for row in rows:
         cause = row["cause"]
         if cause in bad:
             row["verdict"], row["reason"] = bad[cause], reasons.get(cause)
         elif cause in good:
-            row["verdict"] = "pass"
+            row["verdict"], row["reason"] = "pass", passed.get(cause)
+        row["why"] = _why(row, error_id)
 
     def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
         index, row = item
@@ -50,6 +52,16 @@ def rank_causes(error_id: str | None, kb: Kb, verdicts: list[Verdict]) -> list[d
         return order, _LIKELIHOOD.get(row["likelihood"] or "", 3), index
 
     return [row for _, row in sorted(enumerate(rows), key=key)]
+
+
+def _why(row: dict[str, Any], error_id: str | None) -> str:
+    """The evidence that put a cause where it stands, in a phrase."""
+    verdict, reason, likelihood = row["verdict"], row["reason"], row["likelihood"]
+    if verdict in ("fail", "warn"):
+        return f"the environment indicts it ({verdict}): {reason}" if reason else f"a check {verdict}s on it"
+    if verdict == "pass":
+        return "a passing check makes it unlikely" + (f": {reason}" if reason else "")
+    return f"{error_id} lists it as {likelihood} likelihood" if likelihood else "named by the environment"
 
 
 def first_cause(report: TriageReport, kb: Kb, verdicts: list[Verdict]) -> str | None:
@@ -65,6 +77,8 @@ def first_cause(report: TriageReport, kb: Kb, verdicts: list[Verdict]) -> str | 
 class Triaged:
     report: TriageReport
     environment: Environment
+    #: the log's text as read for the environment: its start and its end (see HEAD and TAIL)
+    text: str = ""
 
 
 def triage_with_environment(source: str, kb: Kb) -> Triaged:
@@ -96,7 +110,7 @@ def triage_with_environment(source: str, kb: Kb) -> Triaged:
             stream.close()
     text = (head + (b"\n" + tail if tail else b"")).decode("utf-8", errors="replace")
     report = Report(source=name, lines=scan.lines, matches=rank(scan, kb), skipped=skipped, tail=scan.tail)
-    return Triaged(report, environment_of(text))
+    return Triaged(report, environment_of(text), text)
 
 
 def _tail(stream: BinaryIO, more: bytes) -> bytes:

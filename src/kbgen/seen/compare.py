@@ -14,11 +14,15 @@ from pydantic import BaseModel, ConfigDict
 
 from kbgen.seen.fingerprint import Fingerprint
 
-__all__ = ["MESSAGE_AGREES", "Likeness", "compare"]
+__all__ = ["FAMILIES", "MESSAGE_AGREES", "Likeness", "compare"]
 
 #: normalised messages this alike (difflib's ratio, or one a prefix of the other) agree
 MESSAGE_AGREES = 0.6
 MIN_PREFIX = 24
+#: exception classes one crash is raised as under different torch releases: a CUDA failure that
+#: torch 1.x raised as RuntimeError is torch.cuda.OutOfMemoryError (a RuntimeError) from 1.13
+#: and torch.AcceleratorError (also a RuntimeError) from 2.8, so an upgrade renames it
+FAMILIES: tuple[frozenset[str], ...] = (frozenset({"RuntimeError", "OutOfMemoryError", "AcceleratorError"}),)
 
 
 class Likeness(BaseModel):
@@ -52,11 +56,14 @@ def compare(new: Fingerprint, old: Fingerprint, *, same_type: bool = False) -> L
     if same_type:
         reasons.append("same error type")
     exc_known = new.exception is not None and old.exception is not None
-    if exc_known and new.exception != old.exception:
+    if exc_known and not _same_exception(new.exception, old.exception):
         return Likeness(same=False, score=round(score, 2), why=_why([*reasons, "another exception"]))
-    if exc_known:
+    if exc_known and new.exception == old.exception:
         score += 0.15
         reasons.append(f"same exception {new.exception}")
+    elif exc_known:
+        score += 0.1
+        reasons.append(f"{old.exception} raised as {new.exception} by another torch release")
     msg = _message_likeness(new.message, old.message)
     score += 0.3 * msg
     if msg >= MESSAGE_AGREES:
@@ -83,6 +90,10 @@ def compare(new: Fingerprint, old: Fingerprint, *, same_type: bool = False) -> L
     if msg >= MESSAGE_AGREES and not distinct and frames is not False:
         reasons.append("nothing but the message to tell it from another bug")
     return Likeness(same=same, score=round(max(0.0, min(score, 1.0)), 2), why=_why(reasons))
+
+
+def _same_exception(a: str | None, b: str | None) -> bool:
+    return a == b or any(a in family and b in family for family in FAMILIES)
 
 
 def _why(reasons: list[str]) -> str:

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["FINGERPRINT_VERSION", "Fingerprint", "fingerprint_of", "normalise"]
 
-FINGERPRINT_VERSION = 1
+#: 2: markdown quotes and a leading ``...`` are taken off each line
+FINGERPRINT_VERSION = 2
 MAX_TEXT = 400
 MAX_FRAMES = 3
 #: only the end of a log is read: the error block is there, and the cost stays bounded
@@ -36,7 +37,8 @@ class Fingerprint(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = FINGERPRINT_VERSION
+    #: the rules that made it; one stored without a version was made by the first rules
+    version: int = 1
     exception: str | None = None
     message: str = ""
     names: list[str] = []
@@ -65,10 +67,12 @@ def _re(pattern: str) -> Any:
     return re2.compile(pattern)
 
 
+#: what a launcher, a logger or a paste puts before a line: rank prefixes, timestamps, syslog
+#: fields, a markdown quote (``> ``) and the ``...`` of a line pasted from its middle
 _PREFIX = _re(
-    r"^\s*(?:\[rank\d+\]:|\[\d{4}-\d\d-\d\d[ T][\d:.,]+\]"
+    r"^\s*(?:(?:\[rank\d+\]:|\[\d{4}-\d\d-\d\d[ T][\d:.,]+\]"
     r"|\d{4}-\d\d-\d\d[ T][\d:.,]+\s*(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+)?"
-    r"|[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \S+ \S+\[\d+\]:|\d+:|rank\s*\d+\s*:)\s*"
+    r"|[A-Z][a-z]{2} \d\d \d\d:\d\d:\d\d \S+ \S+\[\d+\]:|\d+:|rank\s*\d+\s*:|>+ |\.{3}|\x{2026})\s*)+"
 )
 _EXC = _re(r"^\s*(?:[\w.]+\.)?(?P<name>[A-Z]\w*(?:Error|Exception|Interrupt|Warning))\s*:\s*(?P<msg>.*)$")
 _PY_FRAME = _re(r'File "(?P<path>[^"]+)",\s*line\s*\d+(?:, in (?P<func>[\w.<>]+))?')
@@ -155,6 +159,7 @@ def fingerprint_of(text: str) -> Fingerprint:
             (library if is_lib else user).append(key)
     message = normalise(" ".join(message_lines).strip())
     return Fingerprint(
+        version=FINGERPRINT_VERSION,
         exception=exception,
         message=message,
         names=_names(message_lines)[:8],

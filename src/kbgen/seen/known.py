@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from kbgen.seen.compare import compare
-from kbgen.seen.fingerprint import Fingerprint, fingerprint_of
+from kbgen.seen.fingerprint import FINGERPRINT_VERSION, Fingerprint, fingerprint_of
 
 if TYPE_CHECKING:
     from kbgen.models import Bug
@@ -42,10 +42,12 @@ class KnownBug(BaseModel):
 
 
 def bug_fingerprint(bug: Bug) -> Fingerprint | None:
-    """The bug's stored fingerprint, or one made from its message (a bug kbgen migrate has not
-    reached yet)."""
-    if bug.fingerprint is not None:
-        return bug.fingerprint
+    """The bug's stored fingerprint, or one made from its message: for a bug kbgen migrate has
+    not reached yet, and for one stored under older rules (another ``version``), so a crash is
+    always compared by the rules that made its own fingerprint."""
+    stored = bug.fingerprint
+    if stored is not None and (stored.version == FINGERPRINT_VERSION or not bug.message):
+        return stored
     return fingerprint_of(bug.message) if bug.message else None
 
 

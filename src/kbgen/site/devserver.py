@@ -70,3 +70,27 @@ def install(server: Any, dev_host: str) -> None:
     """Put the guard in front of mkdocs' live-reload ``server`` (a wsgiref server) that listens on
     ``dev_host``."""
     server.set_app(guard(server.get_app(), LOOPBACK | {host_name(dev_host)} | _allowed))
+
+
+def address_taken(dev_addr: str) -> str | None:
+    """Why ``--dev-addr`` cannot be listened on (another server has the port), found before the
+    first build (seconds on a large KB) rather than after it; None when it is free or when the
+    address does not resolve (mkdocs says so itself)."""
+    import errno
+    import socket
+
+    host, _, port = dev_addr.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        family, kind, proto, _name, address = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)[0]
+    except (OSError, ValueError, UnicodeError):
+        return None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as mkdocs' server does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"{dev_addr} is taken: another program already listens on port {port}"
+            return None
+    return None

@@ -8,6 +8,7 @@ instead, each file rewritten only when its page changed, so mkdocs rebuilds just
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -74,6 +75,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
         self.edit_uris: dict[tuple[str, Path, Path], str] = {}  # (kb/ source, docs/, project) -> edit link
+        self.nav_key: tuple[tuple[str, str], ...] | None = None  # the last build's navigation
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -209,6 +211,25 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         return env
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
+        nav = self._with_kb_entries(nav, files)
+        self._rebuild_all_when_nav_changed(nav, files)
+        return nav
+
+    def _rebuild_all_when_nav_changed(self, nav: Navigation, files: Files) -> None:
+        """Every page shows the navigation (the tabs, the sidebar): under ``serve --dirty`` a
+        page whose own file did not change is not rebuilt, so when an entry joins or leaves the
+        navigation (the Fleet tab after the first ``fleet ingest``, a new error type) every page
+        is marked out of date once, or the pages built before would go on without it."""
+        key = tuple((page.title or "", page.file.src_uri) for page in _pages_in(nav.items))
+        changed = self.nav_key is not None and key != self.nav_key
+        self.nav_key = key
+        if not changed or self.pages_dir is None:
+            return
+        for file in files.documentation_pages():
+            with contextlib.suppress(OSError):  # not built yet: mkdocs builds it anyway
+                os.utime(file.abs_dest_path, (0, 0))
+
+    def _with_kb_entries(self, nav: Navigation, files: Files) -> Navigation:
         section = _section_of(nav.items, ERRORS) if self.config.nav_errors else None
         fleet = files.get_file_from_path(FLEET)
         fleet_page = fleet.page if fleet is not None else None

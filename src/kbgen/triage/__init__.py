@@ -268,14 +268,19 @@ def _match(error: str, found: list[SignatureHits], kb: Kb) -> Match:
     )
 
 
+#: a traceback's frame, source or caret line (indented, or IPython's "File"), maybe after "[rank0]: "
+_FRAME_LINE = re2.compile(r"^(?:\[[^\]]{0,60}\]:?)?(?:\s|File )")
 _CHAIN = re2.compile(r"During handling of the above exception|The above exception was the direct cause")
 
 
 def _excerpt_start(before: list[str]) -> list[str]:
     """The lines before an error worth keeping: back to the traceback (chain) that leads to it."""
     tracebacks = [i for i, line in enumerate(before) if "Traceback (most recent call last)" in line]
-    if not tracebacks:
-        return before[-5:]
+    if not tracebacks:  # a traceback deeper than the lines kept: keep its frames that are there
+        frames = len(before)
+        while frames > 0 and _FRAME_LINE.search(before[frames - 1]):
+            frames -= 1
+        return before[min(frames, max(0, len(before) - 5)) :]
     start = tracebacks[-1]
     # a chained exception's first traceback is where the trouble began
     for earlier in reversed(tracebacks[:-1]):
@@ -286,12 +291,9 @@ def _excerpt_start(before: list[str]) -> list[str]:
 
 
 def _excerpt_end(after: list[str]) -> list[str]:
-    kept = []
-    for line in after:
-        if not line.strip():
-            break
-        kept.append(line)
-    return kept
+    """The lines after an error up to the first blank one."""
+    end = next((i for i, line in enumerate(after) if not line.strip()), len(after))
+    return after[:end]
 
 
 # --------------------------------------------------------------------------- drafts

@@ -169,8 +169,19 @@ class Scanner:
         ]
         if waiting:
             self._match(block, waiting)
-        self.previous_tail = [clean_line(x[:MAX_LINE]) for x in block[-8192:].split(b"\n")[-CONTEXT_BEFORE:]]
+        self.previous_tail = self._tail_after(block)
         self.line += block.count(b"\n")
+
+    def _tail_after(self, block: bytes) -> list[str]:
+        """The log's last CONTEXT_BEFORE lines once ``block`` is read. A block can be one short
+        line (the last line of a log without a final line break), so the lines before it are kept."""
+        pieces = block[-8192:].split(b"\n")
+        if block.endswith(b"\n"):
+            pieces.pop()  # the empty piece after the last line break is no line
+        lines = [clean_line(x[:MAX_LINE]) for x in pieces[-CONTEXT_BEFORE:]]
+        if len(lines) < CONTEXT_BEFORE and len(block) <= 8192:
+            lines = self.previous_tail[len(lines) - CONTEXT_BEFORE :] + lines
+        return lines
 
     def _match(self, block: bytes, waiting: list[SignatureHits]) -> None:
         found: list[tuple[int, int, str, SignatureHits]] = []
