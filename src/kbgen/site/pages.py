@@ -162,7 +162,7 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
         for record_id, entry in site.kb.entries(KINDS[kind]).items():
             deps = [site.digest(kind, record_id), probes, *dated, *_deps(site, kind, entry.record)]
             yield _page(kind, record_id, site), fn, (record_id,), deps
-    from kbgen.fleet.pages import plan as fleet_plan
+    from kbgen.site.fleet import plan as fleet_plan
 
     for uri, title, fleet_fn, args, digest in fleet_plan(site):
         yield Page(uri, "", None, "fleet", title), fleet_fn, args, [digest, _key(*everything), *dated]

@@ -29,9 +29,9 @@ from mkdocs.structure.pages import Page as MkPage
 from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
-from kbgen.fleet.pages import FLEET
 from kbgen.site import devserver, mdsafe, navmemo, output, pages, rawhtml, render
 from kbgen.site.data import ERRORS, STALE_DAYS
+from kbgen.site.fleet import FLEET
 from kbgen.store import Project, find_project
 
 log = get_plugin_logger(__name__)
