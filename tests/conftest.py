@@ -42,6 +42,10 @@ REQUIRED_ERROR_IDS = frozenset(
         "cuda-device-busy",
         "import-hang",
         "cpu-index-out-of-range",
+        "extension-build-failed",
+        "cuda-library-load-failed",
+        "native-crash",
+        "host-oom-killed",
     }
 )
 

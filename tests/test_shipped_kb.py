@@ -564,6 +564,123 @@ EXAMPLES: dict[str, list[str]] = {
         # a native stack inside ROCm's start-up
         "#5  0x00007f8e1c2d3e4f in hipInit () from /opt/rocm/lib/libamdhip64.so.6",
     ],
+    "extension-build-failed": [
+        # https://github.com/boschresearch/DroidCalib/issues/5
+        "The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.3).",
+        # https://github.com/junshengzhou/LevelSetUDF/issues/7 (title)
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+        # https://github.com/Dao-AILab/flash-attention/issues/279
+        "      RuntimeError: Error compiling objects for extension",
+        # https://github.com/Dao-AILab/flash-attention/issues/279
+        "  ERROR: Failed building wheel for flash-attn",
+        # https://github.com/deepspeedai/DeepSpeed/issues/629
+        "RuntimeError: Error building extension 'fused_adam'",
+        # https://github.com/colmap/colmap/issues/1765
+        "/usr/local/cuda/include/crt/host_config.h:138:2: error: #error -- unsupported GNU version! "
+        "gcc versions later than 8 are not supported!",
+        # https://github.com/qwopqwop200/GPTQ-for-LLaMa/issues/33
+        "RuntimeError: The current installed version of g++ (12.2.1) is greater than the maximum required "
+        "version by CUDA 11.7 (11.5.0). Please make sure to use an adequate version of g++ "
+        "(>=6.0.0, <=11.5.0).",
+        # https://github.com/facebookresearch/3detr/issues/59
+        "nvcc fatal: Unsupported gpu architecture 'compute_89'",
+        # https://github.com/ucbdrive/few-shot-object-detection/issues/11
+        "error: command '/usr/bin/nvcc' failed with exit status 1",
+        # https://github.com/MVIG-SJTU/AlphaPose/issues/765
+        "error: command \"'/usr/local/cuda'/bin/nvcc\" failed with exit status 1",
+        # https://github.com/unlimblue/KNN_CUDA/issues/14
+        "> RuntimeError: Ninja is required to load C++ extensions",
+        # https://github.com/pytorch/pytorch/issues/108209
+        "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+        # https://github.com/pytorch/pytorch/issues/108209
+        "ninja: build stopped: subcommand failed.",
+    ],
+    "cuda-library-load-failed": [
+        # https://github.com/Meize0729/RSBuilding/issues/19 (title)
+        "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+        # https://github.com/huggingface/sentence-transformers/issues/1750
+        "libcublas.so.11: cannot open shared object file: No such file or directory",
+        # https://github.com/Dao-AILab/flash-attention/issues/966 (title)
+        "ImportError: flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi",
+        # https://github.com/pytorch/pytorch/issues/28363
+        "ImportError: DLL load failed: The specified module could not be found.",
+        # https://github.com/facebookresearch/pytorch3d/issues/1792 (title)
+        "ImportError: DLL load failed while importing _C: The specified program could not be found.",
+        # https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1522
+        "        CUDA Setup failed despite GPU being available. Inspect the CUDA SETUP outputs above to fix "
+        "your environment!",
+        # https://github.com/facebookresearch/xformers/issues/982
+        "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:",
+        # https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1559
+        "Could not load bitsandbytes native library: "
+        "/notebooks/bitsandbytes/bitsandbytes/libbitsandbytes_cpu.so: "
+        "cannot open shared object file: No such file or directory",
+    ],
+    "native-crash": [
+        # https://github.com/pytorch/pytorch/issues/182279
+        "Fatal Python error: Segmentation fault",
+        # https://github.com/pytorch/pytorch/issues/4111
+        "Segmentation fault (core dumped)",
+        # https://github.com/pytorch/pytorch/issues/24983
+        'Thread 1 "python" received signal SIGSEGV, Segmentation fault.',
+        # https://github.com/pytorch/pytorch/issues/23820
+        "Program received signal SIGSEGV, Segmentation fault.",
+        # https://github.com/pytorch/pytorch/issues/13123
+        "Process finished with exit code 139 (interrupted by signal 11: SIGSEGV)",
+        # https://github.com/NVIDIA/Megatron-LM/issues/1880
+        "  exitcode  : -11 (pid: 6421)",
+        # https://github.com/NVIDIA/Megatron-LM/issues/1880
+        "  traceback : Signal 11 (SIGSEGV) received by PID 6421",
+        # https://github.com/CVMI-Lab/Point-UV-Diffusion/issues/5
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -11) local_rank: 0 "
+        "(pid: 2977223)",
+        # https://github.com/easybuilders/easybuild-easyconfigs/pull/20155
+        "SIGSEGV(11), PID: 847043, Thread 847045: ",
+        # https://github.com/pytorch/pytorch/issues/148954
+        "double free or corruption (out)",
+        # https://github.com/pytorch/pytorch/issues/148954
+        "Aborted (core dumped)",
+        # https://github.com/pytorch/pytorch/issues/122308
+        "#3  0x00007ffd9789a96b in  () at /home/mxb/3rdparty/libtorch201_cuda118/lib/libcudnn_cnn_infer.so.8",
+    ],
+    "host-oom-killed": [
+        # https://github.com/pcyin/tranX/issues/41
+        "[2059991.491542] Out of memory: Killed process 25315 (python3) total-vm:53312244",
+        # https://github.com/pcyin/tranX/issues/41
+        "[2059991.491436] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,me",
+        # https://github.com/pcyin/tranX/issues/41
+        "[2059992.056260] oom_reaper: reaped process 25315 (python3), now anon-rss:0kB, f",
+        # https://github.com/inducer/relate/issues/1383
+        "[Mon Dec  8 17:51:31 2025] postgres invoked oom-killer: "
+        "gfp_mask=0x140dca(GFP_HIGHUSER_MOVABLE|__GFP_ZERO|__GFP_COMP), order=0, oom_score_adj=0",
+        # https://github.com/ArjunaCluster/ArjunaUsers/issues/52
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=191.batch cgroup. Some of your processes "
+        "may have been killed by the cgroup out-of-memory handler.",
+        # https://github.com/ArjunaCluster/ArjunaUsers/issues/52
+        '"/var/spool/slurmd/job00191/slurm_script: line 28:  8156 Killed                  python3 main.py',
+        # https://github.com/nextflow-io/nextflow/issues/5932 (title)
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=11300781.0.",
+        # https://github.com/davidsandberg/facenet/issues/236
+        "Process finished with exit code 137 (interrupted by signal 9: SIGKILL)",
+        # https://github.com/castorini/hedwig/issues/70
+        "Killed",
+        # https://github.com/danijar/dreamerv3/issues/203
+        "已杀死",
+        # https://github.com/InternLandMark/LandMark/issues/65
+        " 20%|████                | 216/1063 [00:27<02:17,  6.17it/s]Killed",
+        # https://github.com/divamgupta/deep-clustering-kingdra/issues/2
+        "2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh",
+        # https://github.com/bmaltais/kohya_ss/issues/1065 (title)
+        "died with <Signals.SIGKILL: 9>. Is this problem due to my lack of RAM?",
+        # https://github.com/resistzzz/Prompt4NR/issues/3
+        "torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL",
+        # https://github.com/openshift/origin/issues/7064
+        "If a container has an OOM, the pod container status last termination state shows the Reason as "
+        "`OOMKilled` and `ExitCode` is 137.",
+        # https://github.com/kubernetes/kubernetes/issues/122256
+        "      Exit Code: 137",
+    ],
 }
 
 _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}

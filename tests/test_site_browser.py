@@ -449,7 +449,7 @@ def test_marks_are_icons_not_emoji(shipped_url: str, browser: Browser, width: in
 def test_dashboard_charts_and_counts(shipped_url: str, browser: Browser, width: int) -> None:
     show(browser, shipped_url, width, "dashboard")
     charts = browser.evaluate(
-        "[...document.querySelectorAll('.kb-chart svg')].map(s => { const r = s.getBoundingClientRect();"
+        "[...document.querySelectorAll('.kb-chart')].map(s => { const r = s.getBoundingClientRect();"
         " return {w: r.width, h: r.height, bars: s.querySelectorAll('rect').length}; })"
     )
     assert len(charts) == 3 and all(c["w"] > 200 and c["h"] > 20 and c["bars"] for c in charts)

@@ -17,22 +17,42 @@ from site_kb import make_site_project
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def bars_of(svg: str) -> list[ET.Element]:
-    return list(ET.fromstring(svg).iter(f"{SVG}rect"))
+def bars_of(made: str) -> list[ET.Element]:
+    return list(ET.fromstring(made).iter(f"{SVG}rect"))
 
 
 def test_horizontal_bars_scale_to_the_largest_and_escape_labels() -> None:
-    svg = charts.hbars(
+    made = charts.hbars(
         [charts.Bar("<b>cuda</b> & co", 4, "high"), charts.Bar("oom", 2), charts.Bar("none", 0)], "By error"
     )
-    root = ET.fromstring(svg)  # well-formed XML: a label cannot break out of its <text>
+    root = ET.fromstring(made)  # well-formed XML: a label cannot break out of its element
     assert root.get("aria-label") == "By error"
-    widths = [float(r.get("width", "0")) for r in bars_of(svg)]
+    widths = [float(r.get("width", "0").rstrip("%")) for r in bars_of(made)]
     assert widths[0] == 2 * widths[1] and widths[2] == 0
-    assert bars_of(svg)[0].get("class") == "kb-bar kb-bar--high"
-    texts = [t.text for t in root.iter(f"{SVG}text")]
-    assert "<b>cuda</b> & co" in texts and "4" in texts
-    assert "fill=" not in svg  # colours come from the stylesheet, so dark mode can change them
+    assert widths[0] < 100  # room for the value after the longest bar
+    assert bars_of(made)[0].get("class") == "kb-bar kb-bar--high"
+    labels = [s.text for s in root.iter("span") if s.get("class") == "kb-hbar__label"]
+    assert labels == ["<b>cuda</b> & co", "oom", "none"]  # whole, as text
+    assert [t.text for t in root.iter(f"{SVG}text")] == ["4", "2", "0"]
+    assert "fill=" not in made  # colours come from the stylesheet, so dark mode can change them
+
+
+def test_a_long_label_is_kept_whole() -> None:
+    """Two error titles that differ only at the end must not both be cut to the same prefix."""
+    titles = [
+        "CUDA error: an illegal instruction was encountered (715)",
+        "CUDA error: an illegal memory access was encountered (700)",
+    ]
+    root = ET.fromstring(charts.hbars([charts.Bar(t, 1) for t in titles], "By error"))
+    assert [s.text for s in root.iter("span") if s.get("class") == "kb-hbar__label"] == titles
+
+
+def test_charts_are_not_scaled_to_fit() -> None:
+    """No viewBox: the text keeps its CSS size on a phone instead of shrinking with the chart."""
+    weekly = charts.paired_columns([("w1", 3, 0), ("w2", 1, 3)], "Per week", ("opened", "closed"))
+    for made in (weekly, charts.hbars([charts.Bar("oom", 2)], "By error")):
+        for svg in [e for e in ET.fromstring(made).iter() if e.tag in (f"{SVG}svg", "svg")]:
+            assert svg.get("viewBox") is None and svg.get("width") == "100%"
 
 
 def test_paired_columns_draw_both_series_per_group() -> None:
@@ -41,6 +61,8 @@ def test_paired_columns_draw_both_series_per_group() -> None:
     assert [r.get("class") for r in rects] == ["kb-bar kb-bar--opened", "kb-bar kb-bar--closed"] * 2
     heights = [float(r.get("height", "0")) for r in rects]
     assert heights[0] == heights[3] == 3 * heights[2] and heights[1] == 0
+    xs = [float(r.get("x", "0").rstrip("%")) for r in rects]
+    assert xs == sorted(xs) and xs[0] > 0 and xs[-1] < 100  # placed in percentages of the width
 
 
 def test_charts_without_data_are_still_valid() -> None:

@@ -34,6 +34,32 @@ REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
 ERROR_TYPES = REQUIRED_ERROR_IDS
+#: the error types the sets were gathered for, each with its floor of logs; a label may also be a
+#: type added since (a negative relabelled when a type for it arrived, as READMEs there record)
+GATHERED_FOR = frozenset(
+    {
+        "cpu-index-out-of-range",
+        "cpu-illegal-instruction",
+        "cublas-error",
+        "cuda-device-busy",
+        "cuda-device-side-assert",
+        "cuda-driver-too-old",
+        "cuda-illegal-instruction",
+        "cuda-illegal-memory-access",
+        "cuda-invalid-device-ordinal",
+        "cuda-launch-failure",
+        "cuda-misaligned-address",
+        "cuda-no-kernel-image",
+        "cuda-not-available",
+        "cuda-out-of-memory",
+        "cudnn-error",
+        "dataloader-worker-died",
+        "device-mismatch",
+        "gpu-ecc-error",
+        "import-hang",
+        "nccl-error",
+    }
+)
 SPLITS = ("tune", "heldout")
 
 #: top-1 over every log here (all of them tuning data) when the signatures were last tuned
@@ -82,7 +108,9 @@ FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, 
 #: false match. These figures are a floor a change may not go under. Two of its negatives were CPU
 #: index errors ("index out of range in self"), the readable twin of a device-side assert; since
 #: kbgen names those (cpu-index-out-of-range) they are labelled so, beside one log added for it.
-HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=23)
+#: Four more were extension builds stopped by an unset CUDA_HOME, relabelled extension-build-failed
+#: when that type was added (tests/data/logs-fresh3/README.md): 19 negatives are left.
+HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=19)
 LATER_SETS = {"once-fresh set": FRESH, "second once-fresh set": FRESH2, "held-out set": HELD_OUT}
 
 
@@ -156,8 +184,8 @@ def test_corpus_is_complete_and_sourced() -> None:
         assert info["label"] is None or info["label"] in ERROR_TYPES, name
         assert info["split"] in SPLITS, name
     per_type = Counter(info["label"] for info in MANIFEST.values() if info["label"])
-    assert {t: n for t, n in per_type.items() if n < 5} == {}
-    assert set(per_type) == ERROR_TYPES
+    assert {t: n for t, n in per_type.items() if n < 5 and t in GATHERED_FOR} == {}
+    assert GATHERED_FOR <= set(per_type) <= ERROR_TYPES
     assert sum(info["label"] is None for info in MANIFEST.values()) >= 30
 
 
@@ -210,7 +238,8 @@ def test_later_set_is_complete_sourced_and_new(name: str) -> None:
         assert info["label"] is None or info["label"] in ERROR_TYPES, file
         assert info["split"] == log_set.split, file
     per_type = Counter(info["label"] for info in manifest.values() if info["label"])
-    assert set(per_type) == ERROR_TYPES and min(per_type.values()) >= log_set.per_type
+    assert GATHERED_FOR <= set(per_type) <= ERROR_TYPES
+    assert min(per_type[t] for t in GATHERED_FOR) >= log_set.per_type
     assert sum(info["label"] is None for info in manifest.values()) >= log_set.negatives
 
 

@@ -217,7 +217,8 @@ def test_a_log_that_stops_at_an_extension_build_step_is_a_hang_and_one_that_goes
         "Emitting ninja build file /home/u/.cache/torch_extensions/py310_cu121/fused/build.ninja...\n"
         "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n"
     )
-    assert triage_json(tmp_path, monkeypatch, EXTENSION_BUILD_START + no_cuda_home) == []
+    found = triage_json(tmp_path, monkeypatch, EXTENSION_BUILD_START + no_cuda_home)
+    assert [m["error"] for m in found] == ["extension-build-failed"]
 
 
 def test_a_tools_own_out_of_memory_hint_in_a_host_memory_failure_matches_nothing(

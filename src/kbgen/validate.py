@@ -274,6 +274,12 @@ def check_text(kb: Kb, entry: Entry[Record]) -> Iterator[Problem]:
     if isinstance(entry.record, Bug):
         first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
         yield from _unfilled_sections(rel, masked or _masked(source.body), first_line, source.body)
+        if PROMPT in source.body:  # a report of prompts only is not on the site at all
+            from kbgen.site.mdsafe import body as shown
+
+            if not shown(source.body).strip():
+                said = "the report holds only prompts, so the site shows none of it: say what happened"
+                yield Problem(rel, first_line, None, said, "warning", code="empty-report")
 
 
 def check_secrets(entry: Entry[Record]) -> Iterator[Problem]:

@@ -91,8 +91,55 @@
       .catch(function () {});
   }
 
+  // On a phone a table wider than the screen is cut off at the right (it scrolls, but nothing
+  // says so): such a table is marked data-kb-rows and kbgen.css lays it out as one labelled
+  // block per row. The bug index keeps its scrolling frame (its headings sort), and the
+  // troubleshooting index has a phone layout of its own.
+  var phone = window.matchMedia ? window.matchMedia("(max-width: 44.984375em)") : null;
+
+  function labelCells(table) {
+    var head = table.tHead && table.tHead.rows[0];
+    if (!head || table.dataset.kbLabelled) return;
+    table.dataset.kbLabelled = "1";
+    var names = Array.prototype.map.call(head.cells, function (th) { return th.textContent.trim(); });
+    Array.prototype.forEach.call(table.tBodies, function (body) {
+      Array.prototype.forEach.call(body.rows, function (row) {
+        Array.prototype.forEach.call(row.cells, function (cell, i) {
+          if (names[i]) cell.setAttribute("data-label", names[i]);
+        });
+      });
+    });
+  }
+
+  function fitTables() {
+    var tables = document.querySelectorAll(".md-typeset table:not([class])");
+    Array.prototype.forEach.call(tables, function (table) {
+      if (table.closest(".kb-sortable, .kb-errors")) return;
+      table.removeAttribute("data-kb-rows");
+    });
+    if (!phone || !phone.matches) return;
+    Array.prototype.forEach.call(tables, function (table) {
+      if (table.closest(".kb-sortable, .kb-errors") || !table.tHead) return;
+      var frame = table.closest(".md-typeset__scrollwrap") || table.parentNode;
+      if (frame.scrollWidth > frame.clientWidth + 1) {
+        labelCells(table);
+        table.setAttribute("data-kb-rows", "");
+      }
+    });
+  }
+
+  var pending = null;
+  function refit() {
+    if (pending) clearTimeout(pending);
+    pending = setTimeout(fitTables, 100);
+  }
+  window.addEventListener("resize", refit);
+  document.addEventListener("toggle", fitTables, true); // a table in a closed <details> measures 0
+  if (document.fonts && document.fonts.ready) document.fonts.ready.then(fitTables);
+
   function init() {
     document.querySelectorAll(".kb-sortable table").forEach(makeSortable);
+    fitTables();
     showProblem();
   }
 

@@ -46,8 +46,9 @@ def icon(value: Enum) -> Markup:
 
 
 def task(state: Enum) -> Markup:
-    """A checklist item's start: ticked once the step passed, with the state's mark."""
-    return Markup(f"- [{'x' if state.value == 'passed' else ' '}] {mark(state.value)}")
+    """A checklist item's start: the state's mark, which kbgen.css shows in place of the bullet
+    (a ticked box beside it was a second mark saying less: failed and pending looked alike)."""
+    return Markup(f"- {mark(state.value)}")
 
 
 # Code spans (also those mdsafe writes as HTML), links and autolinks are left alone; a bare bug id

@@ -1,0 +1,73 @@
+"""`kbgen build-pages` output built by Zensical, the successor of Material for MkDocs.
+
+Runs where Zensical is installed (on PATH, or named by $ZENSICAL: `pip install zensical==0.0.73`
+into a venv of its own) and skips otherwise. A KB of 1,000 bugs, where a tag's section of the
+tags page once held 92 KB of search text and Zensical refused it (64 KB per field).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run
+
+REPO = Path(__file__).resolve().parents[1]
+ZENSICAL = os.environ.get("ZENSICAL") or shutil.which("zensical")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(ZENSICAL is None, reason="zensical is not installed (pip install zensical==0.0.73)"),
+]
+
+
+def plain_config(project: Path) -> Path:
+    """The project's mkdocs.yml for an engine without plugins: no kbgen, pages from build-pages."""
+    config = (project / "mkdocs.yml").read_text()
+    assert "  - kbgen:\n      stale_days: 180\n" in config
+    plain = config.replace("  - kbgen:\n      stale_days: 180\n", "").replace(
+        "docs_dir: docs", "docs_dir: pages"
+    )
+    assets = "\nextra_css: [assets/kbgen.css]\nextra_javascript: [assets/kbgen.js]\n"
+    (project / "zensical.yml").write_text(plain + assets)
+    return project / "zensical.yml"
+
+
+def test_build_pages_output_builds_with_zensical_at_1000_bugs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from bench_site import make_project
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    make_project(tmp_path, 1000)
+    code, out = run("--kb", str(tmp_path), "build-pages", str(tmp_path / "pages"))
+    assert code == 0, out
+    assert ZENSICAL is not None
+    built = subprocess.run(
+        [ZENSICAL, "build", "-f", str(plain_config(tmp_path))],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    site = tmp_path / "site"
+    bugs = sorted((tmp_path / "kb" / "bugs").glob("*.md"))
+    assert len(bugs) == 1000
+    for bug in (bugs[0], bugs[-1]):
+        page = (site / "bugs" / bug.stem / "index.html").read_text()
+        assert bug.stem in page and "Illegal memory access in the loss" in page
+    assert "loss" in (site / "tags" / "index.html").read_text()
+    assert (site / "assets" / "kbgen.css").is_file() and "assets/kbgen.css" in page  # the site's own styles
+    index = json.loads((site / "search.json").read_text())["items"]
+    found = {item["location"].split("#")[0] for item in index}
+    assert f"bugs/{bugs[0].stem}/" in found  # each bug is found by search on its own page
+    assert not any(item["location"].startswith("tags/") for item in index)
+    assert max(len(item["text"].encode()) for item in index) <= 65536
