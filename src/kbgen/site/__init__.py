@@ -5,6 +5,6 @@ Jinja templates (``text`` and ``charts`` give it prose and SVG); ``fleet`` plans
 from kb/fleet/; ``mdsafe`` turns untrusted text into inert Markdown; ``rawhtml`` keeps the
 templates' own HTML blocks out of Markdown; ``sanitize`` cleans the HTML mkdocs makes of it;
 ``output`` writes pages to a folder; ``plugin`` is the mkdocs plugin that serves it all, with
-``navmemo`` (the navigation rendered once) and ``devserver`` (what the preview answers). Nothing here is imported when kbgen starts:
-mkdocs, jinja2 and nh3 load only when a page is made.
+``navmemo`` (the navigation rendered once) and ``devserver`` (what the preview answers). Nothing
+here is imported when kbgen starts: mkdocs, jinja2 and nh3 load only when a page is made.
 """
