@@ -12,7 +12,7 @@ Like :mod:`kbgen.kinds`, importing this module loads no pydantic.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: what a probe link points at: probes are files of code, not records with pages
@@ -39,15 +39,18 @@ class Link:
     target: str
     step: bool = False
     role: str = ""
+    name: str = field(init=False, compare=False)  # "bug.error", "cause.fixes", ...
+    parts: list[str] = field(init=False, compare=False, repr=False)
 
-    @property
-    def name(self) -> str:
-        return f"{self.source}.{self.path.split('[', 1)[0]}"
+    def __post_init__(self) -> None:
+        # asked for every id of every record on each build: worked out once
+        object.__setattr__(self, "name", f"{self.source}.{self.path.split('[', 1)[0]}")
+        object.__setattr__(self, "parts", self.path.split("."))
 
     def refs(self, record: Any) -> Iterator[tuple[Loc, str, Any]]:
         """(location, id, the object naming it, or None for an id held directly) for every id
         this field of ``record`` names, in the record's order."""
-        parts = self.path.split(".")
+        parts = self.parts
         head = parts[0].removesuffix("[]")
         value = getattr(record, head)
         if len(parts) == 1 and not parts[0].endswith("[]"):  # one id, or none
