@@ -20,7 +20,8 @@ from kbgen.cli import cli
 from probes_fixtures import probe_file
 
 #: The error types the shipped KB must cover; links and tools rely on these ids.
-REQUIRED_ERROR_IDS = frozenset(
+#: (Which of them the labelled log sets were gathered for: GATHERED_FOR in test_triage_accuracy.py.)
+FIRST_ERROR_IDS = frozenset(
     {
         "cuda-illegal-memory-access",
         "cuda-illegal-instruction",
@@ -46,6 +47,28 @@ REQUIRED_ERROR_IDS = frozenset(
         "cuda-library-load-failed",
         "native-crash",
         "host-oom-killed",
+        "cuda-unknown-error",
+        "cuda-forked-subprocess",
+        "cuda-invalid-argument",
+        "cuda-operation-not-supported",
+        "autograd-inplace-modification",
+        "checkpoint-load-failed",
+        "index-32bit-overflow",
+        "shape-mismatch",
+        "dtype-mismatch",
+        "non-finite-loss",
+        "gradscaler-error",
+    }
+)
+#: every error type the shipped KB must have: complete, ranked, with real lines and wordings
+REQUIRED_ERROR_IDS = FIRST_ERROR_IDS | frozenset(
+    {
+        "process-group-not-initialized",
+        "distributed-rendezvous-failed",
+        "torchrun-child-failed",
+        "torch-compile-failed",
+        "triton-compile-failed",
+        "serving-engine-died",
     }
 )
 

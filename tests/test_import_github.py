@@ -92,6 +92,8 @@ def test_bodies_the_form_did_not_render_are_imported(kb_project: Path) -> None:
         ('"an issue"', "item 2: not imported: a string, not an issue (a JSON object)"),
         ('{"number": 12, "labels": "bug"}', "#12: not imported: labels: Input should be a valid list"),
         ('{"number": 12, "createdAt": "last tuesday"}', "#12: not imported: createdAt: Input should be"),
+        ('{"number": 12, "createdAt": "0001-01-01T00:00Z"}', "#12: not imported: createdAt: Input should be"),
+        ('{"number": 12, "createdAt": 1763719200}', "#12: not imported: createdAt: Input should be"),
         ('{"number": 12, "title": 42}', "#12: not imported: title: Input should be a valid string"),
         ('{"number": 12, "body": {"text": "x"}}', "#12: not imported: body: Input should be a valid string"),
         ('{"number": 12, "body": ' + "[" * 500 + "]" * 500 + "}", "#12: not imported: body: Input should be"),
@@ -313,7 +315,21 @@ _ISSUES = st.fixed_dictionaries(
         "title": st.text(max_size=40) | _JSON,
         "body": _BODIES | _JSON,
         "labels": st.lists(st.fixed_dictionaries({"name": st.text(max_size=20)}), max_size=3) | _JSON,
-        "createdAt": st.sampled_from(["2025-11-20T10:00:00Z", "2025-13-01", "0001-01-01T00:00:00Z"]) | _JSON,
+        "createdAt": st.sampled_from(
+            ["2025-11-20T10:00:00Z", "2025-13-01", "0001-01-01T00:00:00Z", "2999-01-01T00:00Z", "1763719200"]
+        )
+        | _JSON,
+        "url": st.sampled_from(
+            [
+                "https://github.com/acme/trainer/issues/7",
+                "javascript:alert(1)",
+                "https://github.com.evil.example/a/b/issues/7",
+                "https://github.com/acme/trainer/issues/7\n<script>",
+            ]
+        )
+        | _JSON,
+        "author": st.fixed_dictionaries({"login": st.sampled_from(["octocat", "app/bot", "a\x1bb"]) | _JSON})
+        | _JSON,
     },
 )
 _FILES = (
@@ -342,6 +358,12 @@ def test_any_file_gives_written_bugs_or_messages_and_nothing_outside_kb(
         sorted(p for p in kb_project.rglob("*") if "kb" not in p.relative_to(kb_project).parts[:1]) == outside
     )
     assert_kb_loads(kb_project)  # every bug written is a valid record
+    for entry in load_kb(find_project(kb_project)).bugs.values():  # what it kept of its issue
+        origin = entry.record.origin
+        if origin is not None:
+            assert origin.url is None or origin.url.startswith("https://github.com/acme/trainer/issues/")
+            assert origin.author is None or origin.author.isprintable()
+            assert all(label.isprintable() for label in origin.labels)
     assert not list((kb_project / "kb" / "bugs").rglob(".*"))
     for path in (kb_project / "kb" / "bugs").iterdir():  # the next example starts from the fixture
         if path.name != FIXTURE_BUG:

@@ -136,7 +136,8 @@ def test_unknown_probe_id_names_the_known_ones(kb_project: Path) -> None:
     assert result.stdout == ""
     assert result.stderr == (
         "Error: unknown probe id 'gpu-arch' (did you mean 'gpu'?); known probes: build-env, compat, cpu, "
-        "crash-tools, cuda-smoke, debug-env, gpu, host-memory, import-timing, packages, system, torch-build\n"
+        "crash-tools, cuda-smoke, debug-env, dist-env, gpu, host-memory, import-timing, packages, "
+        "peer-access, system, torch-build\n"
         "  hint: `kbgen probe --list` shows every probe and what it checks\n"
     )
 

@@ -19,6 +19,8 @@ from kbgen.probes import discover, run_probes, select
 from kbgen.store import Kb, find_project, load_kb
 from kbgen.triage.signatures import compile_exact
 from kbgen.validate import validate_kb
+from shipped_examples_dist import EXAMPLES_DIST
+from shipped_examples_runtime import EXAMPLES_RUNTIME
 
 pytestmark = pytest.mark.usefixtures("base_layer")
 
@@ -618,6 +620,19 @@ EXAMPLES: dict[str, list[str]] = {
         "cannot open shared object file: No such file or directory",
     ],
     "native-crash": [
+        # https://github.com/kohya-ss/sd-scripts/issues/1411
+        "subprocess.CalledProcessError: Command '['C:\\\\Python3_10_11\\\\python.exe', "
+        "'D:/kohya_ss/sd-scripts/sdxl_train_network.py', '--config_file', "
+        "'D:/Bamboo LoRa Training/Dataset/model/config_lora-20240702-183302.toml']' returned non-zero exit "
+        "status 3221225477.",
+        # https://github.com/pytorch/pytorch/issues/27742
+        "Process finished with exit code -1073741819 (0xC0000005) During loss.backward() running.",
+        # https://github.com/CS1o/Stable-Diffusion-Info/issues/51
+        "Exception Code: 0xC0000005",
+        # https://github.com/NKI-AI/direct/issues/238 (title)
+        "Terminate called without an active exception",
+        # https://github.com/huaaaliu/RGBX_Semantic_Segmentation/issues/34
+        "[00:00<?,?it/s]Segmentation fault",
         # https://github.com/pytorch/pytorch/issues/182279
         "Fatal Python error: Segmentation fault",
         # https://github.com/pytorch/pytorch/issues/4111
@@ -681,7 +696,10 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/kubernetes/kubernetes/issues/122256
         "      Exit Code: 137",
     ],
+    **EXAMPLES_RUNTIME,
 }
+
+EXAMPLES.update(EXAMPLES_DIST)
 
 _RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
 
@@ -705,6 +723,23 @@ def test_required_error_types_exist(kb: Kb) -> None:
     assert sorted(REQUIRED_ERRORS - set(kb.errors)) == []
     assert len(kb.causes) >= 25
     assert len(kb.fixes) >= 25
+
+
+def test_every_error_type_renders_a_page_and_a_row_on_the_troubleshooting_index(
+    kb: Kb, tmp_path: Path
+) -> None:
+    """What the site publishes for the base layer: a page per error type with its title, its
+    signatures and its causes, and a row on the index that links it."""
+    code, out = run("--kb", str(REPO), "build-pages", str(tmp_path / "pages"))
+    assert code == 0, out
+    index = (tmp_path / "pages" / "errors" / "index.md").read_text()
+    for error_id in sorted(REQUIRED_ERRORS):
+        record = kb.errors[error_id].record
+        page = (tmp_path / "pages" / "errors" / f"{error_id}.md").read_text()
+        assert record.title.split(" (")[0][:40] in page, error_id
+        assert f"]({error_id}.md)" in index, error_id
+        for ref in record.causes:
+            assert f"{ref.cause}.md" in page, (error_id, ref.cause)
 
 
 def test_kbgen_validate_strict_passes_on_the_repository(kb: Kb) -> None:

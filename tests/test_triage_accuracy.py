@@ -33,6 +33,7 @@ pytestmark = pytest.mark.usefixtures("base_layer")
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "logs"
 MANIFEST = json.loads((LOGS / "manifest.json").read_text(encoding="utf-8"))
+#: a label may be any error type the base layer must ship
 ERROR_TYPES = REQUIRED_ERROR_IDS
 #: the error types the sets were gathered for, each with its floor of logs; a label may also be a
 #: type added since (a negative relabelled when a type for it arrived, as READMEs there record)
@@ -60,6 +61,9 @@ GATHERED_FOR = frozenset(
         "nccl-error",
     }
 )
+#: negatives left in tests/data/logs after its autograd, dtype, shape and state_dict negatives were
+#: relabelled with the error types that now cover them (34 before; CPU index and CUDA_HOME ones too)
+LOGS_NEGATIVES = 11
 SPLITS = ("tune", "heldout")
 
 #: top-1 over every log here (all of them tuning data) when the signatures were last tuned
@@ -91,7 +95,8 @@ class LogSet:
 #: KeyboardInterrupt line). Its six misses and the false match were then fixed class by class, so
 #: it is tuning data now, and these are the figures reached on it (107 of 107, no false match): a
 #: floor that a change may not go under.
-FRESH = LogSet("logs-fresh", "fresh", top1=107, false_matches=0, per_type=3, negatives=15)
+#: Its negatives floor counts what is left after the relabels its README lists (20 before).
+FRESH = LogSet("logs-fresh", "fresh", top1=107, false_matches=0, per_type=3, negatives=5)
 #: the second once-fresh set (tests/data/logs-fresh2/README.md): 133 labelled logs and 28 negatives
 #: from threads neither set above uses, committed before the first once-fresh set's misses were
 #: fixed. Its one measurement as unseen logs, with the signatures as tuned on both sets above:
@@ -100,7 +105,8 @@ FRESH = LogSet("logs-fresh", "fresh", top1=107, false_matches=0, per_type=3, neg
 #: fixed class by class, so it is tuning data now, and these are the figures reached on it (127
 #: of 133, no false match; the six left are hangs told only in prose or cut before any evidence):
 #: a floor that a change may not go under.
-FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, negatives=25)
+#: Its negatives floor counts what is left after the relabels its README lists (28 before).
+FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, negatives=14)
 #: the held-out split (tests/data/logs-fresh3/README.md): 123 labelled logs and 25 negatives from
 #: threads no set above uses, committed before the second once-fresh set's misses were fixed and
 #: never tuned on. Its one measurement, with the signatures as tuned on all three sets above: top-1
@@ -109,8 +115,9 @@ FRESH2 = LogSet("logs-fresh2", "fresh2", top1=127, false_matches=0, per_type=5, 
 #: index errors ("index out of range in self"), the readable twin of a device-side assert; since
 #: kbgen names those (cpu-index-out-of-range) they are labelled so, beside one log added for it.
 #: Four more were extension builds stopped by an unset CUDA_HOME, relabelled extension-build-failed
-#: when that type was added (tests/data/logs-fresh3/README.md): 19 negatives are left.
-HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=19)
+#: when that type was added, and nine autograd, dtype, shape and state_dict errors with the types
+#: that now cover them (tests/data/logs-fresh3/README.md): 10 negatives are left.
+HELD_OUT = LogSet("logs-fresh3", "fresh3", top1=118, false_matches=0, per_type=3, negatives=10)
 LATER_SETS = {"once-fresh set": FRESH, "second once-fresh set": FRESH2, "held-out set": HELD_OUT}
 
 
@@ -186,7 +193,7 @@ def test_corpus_is_complete_and_sourced() -> None:
     per_type = Counter(info["label"] for info in MANIFEST.values() if info["label"])
     assert {t: n for t, n in per_type.items() if n < 5 and t in GATHERED_FOR} == {}
     assert GATHERED_FOR <= set(per_type) <= ERROR_TYPES
-    assert sum(info["label"] is None for info in MANIFEST.values()) >= 30
+    assert sum(info["label"] is None for info in MANIFEST.values()) >= LOGS_NEGATIVES
 
 
 def test_split_follows_the_file_name_rule() -> None:
@@ -215,7 +222,7 @@ def test_top1_and_top3_accuracy_on_all_logs(
 
 
 def test_no_false_matches_on_non_cuda_errors(figures: dict[str, Figures]) -> None:
-    assert figures["all"].negatives >= 30
+    assert figures["all"].negatives >= LOGS_NEGATIVES
     assert figures["all"].false_matches == []
 
 

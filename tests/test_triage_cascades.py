@@ -187,7 +187,9 @@ CTRL_C_IN_AN_EXTENSION_BUILD = (
 def test_a_stray_keyboard_interrupt_is_no_hang_but_a_stack_stuck_in_a_wait_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert triage_json(tmp_path, monkeypatch, AUTOGRAD_AFTER_CTRL_C) == []
+    # the autograd error itself is named; the KeyboardInterrupt above it makes no hang of it
+    found = triage_json(tmp_path, monkeypatch, AUTOGRAD_AFTER_CTRL_C)
+    assert [m["error"] for m in found] == ["autograd-inplace-modification"]
     found = triage_json(tmp_path, monkeypatch, CTRL_C_IN_AN_EXTENSION_BUILD)
     assert [m["error"] for m in found] == ["import-hang"]
 

@@ -19,6 +19,7 @@ from pydantic import (
 
 from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
 from kbgen.keyfacts import KEY_FACT_KEYS
+from kbgen.origin import Origin
 from kbgen.seen.records import Fingerprint, Occurrence
 from kbgen.vocab import CLOSED_STATUSES as CLOSED_STATUSES
 from kbgen.vocab import AttemptOutcome as AttemptOutcome
@@ -308,6 +309,7 @@ class Bug(Record):
     aliases: list[BugId] = []
     fingerprint: Fingerprint | None = None
     occurrences: list[Occurrence] = []
+    origin: Origin | None = Field(default=None, description="the GitHub issue it was imported from")
     history: list[Event] = []
 
     @model_validator(mode="before")

@@ -7,7 +7,9 @@ import textwrap
 #: The built-in probes `kbgen probe` runs when no ids are given, in the order it runs them.
 DEFAULT_PROBES = ("system", "cpu", "packages", "torch-build", "gpu", "compat", "cuda-smoke", "debug-env")
 #: Every built-in probe: the default ones and those run only when asked for.
-BUILTIN_PROBES = frozenset({*DEFAULT_PROBES, "import-timing", "build-env", "host-memory", "crash-tools"})
+BUILTIN_PROBES = frozenset(
+    {*DEFAULT_PROBES, "import-timing", "build-env", "host-memory", "crash-tools", "dist-env", "peer-access"}
+)
 
 
 def probe_file(

@@ -227,7 +227,8 @@ def _table(views: list[NodeView]) -> str:
         marked = {d.fact for d in view.drift}
         cells = [f"{view.facts.get(c, '-')}{' *' if c in marked else ''}" for c in _COLUMNS]
         notes = "; ".join(f"{d.fact}: {d.reason}" for d in view.drift) or ""
-        rows.append((view.host, view.status, *cells, notes))
+        host = f"{view.host} [{view.machine}]" if view.machine else view.host
+        rows.append((host, view.status, *cells, notes))
     widths = [max(len(one_line(str(r[i]))) for r in rows) for i in range(len(header) - 1)]
     lines = [
         "  ".join(one_line(str(c)).ljust(w) for c, w in zip(r[:-1], widths, strict=True))
@@ -237,6 +238,7 @@ def _table(views: list[NodeView]) -> str:
     ]
     drifting = sum(1 for v in views if v.drift)
     lines.append(f"{len(views)} nodes, {drifting} with drift (* marks the value that differs)")
+    lines.extend(f"{one_line(f'{v.host} [{v.machine}]')}: {v.shared}" for v in views if v.shared)
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -17,7 +17,7 @@ from kbgen.cli.common import project_of
     "github",
     metavar="FILE.json",
     help="Import GitHub issues filed through the gpu-failure form, from the JSON "
-    "`gh issue list --json number,title,body,labels,createdAt` prints (- reads standard input; "
+    "`gh issue list --json number,title,body,labels,createdAt,author,url` prints (- reads standard input; "
     "at most 64 MiB). Each issue is imported once; exit status 1 when one is refused.",
 )
 @click.pass_context
@@ -36,7 +36,7 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, gi
     Example:
       kbgen import --dry-run old-reports/*.md
       kbgen import old-reports/*.md
-      gh issue list --json number,title,body,labels,createdAt > issues.json
+      gh issue list --json number,title,body,labels,createdAt,author,url > issues.json
       kbgen import --github issues.json
     """
     from pathlib import Path
@@ -97,6 +97,8 @@ def _import_github(ctx: click.Context, source: str, dry_run: bool) -> None:
             assert done.path is not None
             filled = "; environment filled from its probe report" if done.filled else ""
             click.echo(f"{done.name}: wrote {done.bug_id} {kb.project.rel(done.path)}{filled}")
+        for note in done.notes:  # a value of the issue that is not what gh prints
+            click.echo(f"{done.name}: {one_line(note)}", err=True)
     if refused:
         click.echo(f"{refused} of {len(items)} issue(s) not imported", err=True)
         ctx.exit(1)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from kbgen.store import Entry, Kb, Project
 
 # Built-ins that never import torch: asking only for these does not start the torch worker early.
-PLAIN_BUILTINS = frozenset({"system", "packages", "debug-env", "import-timing"})
+PLAIN_BUILTINS = frozenset({"system", "packages", "debug-env", "dist-env", "import-timing"})
 COLOURS = {
     "pass": "green",
     "warn": "yellow",

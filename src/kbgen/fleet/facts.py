@@ -8,6 +8,8 @@ present where the fleet has GPUs, a capability the torch build was compiled for,
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 
@@ -15,6 +17,8 @@ from kbgen.fleet.model import Drift, NodeHead, NodeView
 from kbgen.probes.report import ProbeReport, Scalar
 
 Facts = dict[str, Scalar]
+#: a machine or container id as the system probe reports it (a digest); anything else says nothing
+_ID = re.compile(r"[0-9a-f]{6,64}")
 
 #: key fact -> the probe fact it is read from ("<probe-id>.<fact>")
 SOURCES: dict[str, str] = {
@@ -32,9 +36,17 @@ SOURCES: dict[str, str] = {
     "cpu_only": "torch-build.cpu_only",
     "arch_ok": "compat.arch_ok",
     "python": "system.python",
+    "machine_id": "system.machine_id",
+    "container_id": "system.container_id",
 }
 #: facts every node of one fleet should share; a node that differs from the majority drifts
 AGREE = ("driver", "driver_cuda", "cuda_runtime", "torch", "cudnn", "nccl", "kernel", "container")
+#: how importing torch went when the node has no working torch (see ProbeReport.torch_import)
+NO_TORCH = {
+    "missing": "no torch installed",
+    "crash": "importing torch crashed",
+    "timeout": "importing torch hung",
+}
 
 
 def key_facts(report: ProbeReport) -> Facts:
@@ -50,7 +62,16 @@ def key_facts(report: ProbeReport) -> Facts:
     xid = flat.get("gpu-health.xid_events")
     if xid is not None:
         facts["xid_events"] = xid
+    if report.torch_import is not None and report.torch_import.status in NO_TORCH:
+        facts["torch_import"] = report.torch_import.status
     return facts
+
+
+def machine_of(facts: Facts) -> str | None:
+    """Which machine a report is from (its machine id, and container id inside a container);
+    None when the report does not say (a kbgen older than these facts, a system without them)."""
+    parts = [str(facts[k]) for k in ("machine_id", "container_id") if facts.get(k)]
+    return "/".join(parts) if parts and all(_ID.fullmatch(p) for p in parts) else None
 
 
 def _total(flat: Facts, suffix: str) -> int:
@@ -119,26 +140,60 @@ def _cpu_only(facts: Facts, majority: Facts) -> Drift | None:
     return None
 
 
-CHECKS: tuple[Check, ...] = (*(_differs(k) for k in AGREE), _ecc, _xid, _missing_gpu, _arch, _cpu_only)
+def _no_torch(facts: Facts, majority: Facts) -> Drift | None:
+    status = facts.get("torch_import")
+    if "torch" not in facts and isinstance(status, str) and status in NO_TORCH and majority.get("gpu_count"):
+        reason = f"{NO_TORCH[status]}: no torch on a GPU fleet"
+        return Drift(fact="torch", value="none", majority=majority.get("torch"), reason=reason)
+    return None
+
+
+CHECKS: tuple[Check, ...] = (
+    *(_differs(k) for k in AGREE),
+    _ecc,
+    _xid,
+    _missing_gpu,
+    _arch,
+    _cpu_only,
+    _no_torch,
+)
 
 
 def node_views(records: list[NodeHead]) -> list[NodeView]:
-    """Every node with its key facts and drift, sorted by host."""
-    majority = majorities(r.facts for r in records if r.collected_at is not None)
-    views = []
+    """Every node with its key facts and drift, sorted by host; a host name several machines gave
+    is one row per machine, the node's own report first, each saying which machine it is."""
+    rows: list[tuple[NodeHead, str, Facts, dt.datetime | None, str]] = []
     for record in sorted(records, key=lambda r: r.node):
-        attempt = record.last_attempt
-        reported = record.collected_at is not None
+        rows.append((record, record.machine or "", record.facts, record.collected_at, _own(record)))
+        for other in sorted(record.others, key=lambda o: o.collected_at, reverse=True):
+            shared = (
+                "another machine under this host name (a re-installed node, a second container); "
+                f"the newest report is machine {record.machine}'s"
+            )
+            rows.append((record, other.machine, other.facts, other.collected_at, shared))
+    majority = majorities(facts for _, _, facts, when, _ in rows if when is not None)
+    views = []
+    for record, machine, facts, when, shared in rows:
+        attempt = record.last_attempt if not machine or machine == (record.machine or "") else None
         views.append(
             NodeView(
                 host=record.node,
-                collected_at=record.collected_at,
-                status=attempt.status if attempt else ("ok" if reported else "unknown"),
+                machine=machine if record.others else "",
+                other=bool(shared) and machine != (record.machine or ""),
+                shared=shared,
+                collected_at=when,
+                status=attempt.status if attempt else ("ok" if when is not None else "unknown"),
                 error=attempt.error if attempt else "",
-                facts=record.facts,
-                drift=[d for d in (check(record.facts, majority) for check in CHECKS) if d]
-                if reported
+                facts=facts,
+                drift=[d for d in (check(facts, majority) for check in CHECKS) if d]
+                if when is not None
                 else [],
             )
         )
     return views
+
+
+def _own(record: NodeHead) -> str:
+    if not record.others:
+        return ""
+    return f"{len(record.others) + 1} machines under this host name; this one sent the newest report"

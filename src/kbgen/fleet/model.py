@@ -12,6 +12,8 @@ from kbgen.probes.report import ProbeReport, Scalar
 SCHEMA_VERSION: Literal[1] = 1
 #: Summaries of earlier reports kept per node; older ones are dropped.
 HISTORY_LIMIT = 20
+#: Other machines kept per host name (the newest report of each); older ones are dropped.
+OTHERS_LIMIT = 8
 
 AttemptStatus = Literal["ok", "failed", "unreachable", "timeout"]
 
@@ -37,6 +39,16 @@ class HistoryItem(_Model):
     facts: dict[str, Scalar] = {}
 
 
+class OtherMachine(_Model):
+    """The newest report of another machine that gave the same host name (a re-installed node,
+    a second container on one host): kept beside the node's own, never merged into it."""
+
+    machine: str
+    collected_at: AwareDatetime
+    engine: str
+    facts: dict[str, Scalar] = {}
+
+
 class NodeHead(BaseModel):
     """What ``fleet show`` and the site need of a node file; the full report is not validated."""
 
@@ -47,6 +59,10 @@ class NodeHead(BaseModel):
     collected_at: AwareDatetime | None = None
     facts: dict[str, Scalar] = {}
     last_attempt: NodeAttempt | None = Field(default=None, description="the newest try, report left out")
+    machine: str | None = Field(
+        default=None, description="which machine the report is from (see facts.machine_of)"
+    )
+    others: list[OtherMachine] = Field(default=[], description="other machines that gave this host name")
 
 
 class NodeRecord(NodeHead):
@@ -71,9 +87,14 @@ class Drift(_Model):
 
 
 class NodeView(_Model):
-    """One row of ``kbgen fleet show --json``."""
+    """One row of ``kbgen fleet show --json``: a node, or another machine that gave its host name."""
 
     host: str
+    machine: str = ""
+    other: bool = Field(default=False, description="another machine's row, not the node's own report")
+    shared: str = Field(
+        default="", description="set when several machines gave this host name: which this is"
+    )
     collected_at: dt.datetime | None
     status: str
     error: str = ""

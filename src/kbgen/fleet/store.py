@@ -19,8 +19,16 @@ from pydantic import ValidationError
 from kbgen import fileio
 from kbgen.errors import KbgenError, relpath
 from kbgen.fieldwords import describe_error
-from kbgen.fleet.facts import key_facts
-from kbgen.fleet.model import HISTORY_LIMIT, HistoryItem, NodeAttempt, NodeHead, NodeRecord
+from kbgen.fleet.facts import key_facts, machine_of
+from kbgen.fleet.model import (
+    HISTORY_LIMIT,
+    OTHERS_LIMIT,
+    HistoryItem,
+    NodeAttempt,
+    NodeHead,
+    NodeRecord,
+    OtherMachine,
+)
 from kbgen.probes.report import ProbeReport
 from kbgen.redact import REDACTED, is_secret_name, redact_text
 from kbgen.store import Project, atomic_write
@@ -178,25 +186,53 @@ def load_nodes(project: Project) -> tuple[list[NodeHead], list[str]]:
 
 
 def merge(record: NodeRecord | None, attempt: NodeAttempt) -> NodeRecord:
-    """The node's record after one more attempt: a newer report replaces the old one."""
+    """The node's record after one more attempt: a newer report replaces the old one.
+
+    A report from another machine under the same host name (its machine id or container id
+    differ: a re-installed node, a second container on one host) does not replace the node's
+    report silently: the newer of the two is the node's, the other is kept in ``others``."""
     record = record or NodeRecord(node=attempt.node, engine=attempt.engine)
     report = attempt.report
     summary = attempt.model_copy(update={"report": None})
     if report is None:
         return record.model_copy(update={"last_attempt": summary})
     item = HistoryItem(collected_at=report.collected_at, engine=attempt.engine, facts=key_facts(report))
+    machine = machine_of(item.facts)
+    stored = record.machine or (machine_of(key_facts(record.report)) if record.report else None)
+    newest = record.report is None or report.collected_at >= record.report.collected_at
+    update: dict[str, Any] = {"last_attempt": summary}
+    if record.report is not None and machine and stored and machine != stored:
+        mine = OtherMachine(
+            machine=machine, collected_at=item.collected_at, engine=attempt.engine, facts=item.facts
+        )
+        if not newest:
+            return record.model_copy(update={**update, "others": _keep_other(record.others, mine)})
+        assert record.collected_at is not None
+        old = OtherMachine(
+            machine=stored, collected_at=record.collected_at, engine=record.engine, facts=record.facts
+        )
+        update["others"] = _keep_other([o for o in record.others if o.machine != machine], old)
     history = [h for h in record.history if h.collected_at != item.collected_at]
     history = sorted([*history, item], key=lambda h: h.collected_at)[-HISTORY_LIMIT:]
-    newest = record.report is None or report.collected_at >= record.report.collected_at
-    update: dict[str, Any] = {"history": history, "last_attempt": summary}
+    update["history"] = history
     if newest:
         update |= {
             "report": report,
             "engine": attempt.engine,
             "collected_at": report.collected_at,
             "facts": item.facts,
+            "machine": machine,
         }
     return record.model_copy(update=update)
+
+
+def _keep_other(others: list[OtherMachine], one: OtherMachine) -> list[OtherMachine]:
+    """``others`` with ``one`` in place of an older report of its machine, the newest few kept."""
+    same = next((o for o in others if o.machine == one.machine), None)
+    if same is not None and same.collected_at > one.collected_at:
+        return others
+    kept = [o for o in others if o.machine != one.machine] + [one]
+    return sorted(kept, key=lambda o: o.collected_at)[-OTHERS_LIMIT:]
 
 
 def node_path(project: Project, node: str) -> Path:

@@ -1,7 +1,11 @@
 """``kbgen import --github FILE.json``: GitHub issues filed through the gpu-failure form, as bugs.
 
-The input is what ``gh issue list --json number,title,body,labels,createdAt`` prints (read and
-checked in :mod:`kbgen.importer.issues`). An issue form renders each field as a ``### Label``
+The input is what ``gh issue list --json number,title,body,labels,createdAt,author,url`` prints
+(read and checked in :mod:`kbgen.importer.issues`). The bug keeps the issue's facts: it was
+``created`` when the issue was opened (so the site's weekly chart puts it in the issue's week),
+its ``origin`` holds the issue's number, address, author and labels (a value that is not one of
+those is left out, and the import says so), and its title loses the prefix the issue form puts
+in front (``[Bug]: ``, ``[GPU] ``). An issue form renders each field as a ``### Label``
 heading followed by the value, so the body is split on those headings and each label is mapped
 back to the form field it came from (see :data:`kbgen.init.FORM_FIELDS`). The bug is then made
 the way ``kbgen new-bug --from-log`` makes one, and a pasted ``kbgen probe --json`` report,
@@ -18,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +31,7 @@ from pydantic import ValidationError
 from kbgen import clock, mdtext
 from kbgen.errors import KbgenError
 from kbgen.importer.claims import IdClaims
+from kbgen.importer.issuefacts import IssueFacts, origin_of, strip_prefix
 from kbgen.importer.issues import Issue, Listed
 from kbgen.store import Kb
 
@@ -57,6 +62,7 @@ class Imported:
     path: Path | None = None
     filled: bool = False
     message: str = ""
+    notes: list[str] = field(default_factory=list)  # values of the issue left out of the bug
 
 
 @dataclass(eq=False)
@@ -67,6 +73,7 @@ class _Ready:
     draft: BugDraft
     report: ProbeReport | None
     filled: bool  # from a pasted probe report or a pasted environment report
+    notes: list[str]
 
 
 def form_values(body: str) -> dict[str, str]:
@@ -136,13 +143,16 @@ class GithubImport:
             return Imported(item.name, "repeat" if item.repeat else "refused", message=item.problem)
         if (entry := self.done.get(tag_of(item.issue.number))) is not None:
             return Imported(item.name, "exists", entry.record.id, entry.path)
+        notes: list[str] = []
         try:
-            draft, report, filled = self._draft(item.issue)
+            draft, report, filled = self._draft(item.issue, notes)
         except KbgenError as exc:
             return Imported(item.name, "refused", message=str(exc))
-        return Imported(item.name, "would-write") if dry_run else _Ready(item.name, draft, report, filled)
+        if dry_run:
+            return Imported(item.name, "would-write", notes=notes)
+        return _Ready(item.name, draft, report, filled, notes)
 
-    def _draft(self, issue: Issue) -> tuple[BugDraft, ProbeReport | None, bool]:
+    def _draft(self, issue: Issue, notes: list[str]) -> tuple[BugDraft, ProbeReport | None, bool]:
         from kbgen.bugs import NewBug, draft_bug
         from kbgen.models import Severity
         from kbgen.redact import cut_head, redact_text
@@ -159,7 +169,7 @@ class GithubImport:
         tags = [t for t in (re.sub(r"[^a-z0-9-]+", "-", label).strip("-")[:60] for label in labels) if t]
         tags = [t for t in tags if not _ISSUE_TAG.fullmatch(t)]  # a label must not mark another issue
         severity = values.get("severity", "").strip().lower()
-        title = redact_text((issue.title or "").strip(), user="") or (log.title if log else "")
+        title = redact_text(strip_prefix(issue.title or ""), user="") or (log.title if log else "")
         message = log.message if log and log.message else redact_text(values.get("message", ""), user="")
         repro = values.get("repro", "").strip()
         new = NewBug(
@@ -175,7 +185,8 @@ class GithubImport:
         adjust: Any = None if report is None else _Fill(self, report)
         if report is None:  # not a probe report: a pasted collect_env, nvidia-smi, ... instead
             adjust = _pasted(values, issue.number)
-        return draft_bug(self.kb, new, template=self.template, adjust=adjust), report, adjust is not None
+        facts = IssueFacts(issue, origin_of(issue, notes), self.now, self.by, adjust)
+        return draft_bug(self.kb, new, template=self.template, adjust=facts), report, adjust is not None
 
     def _write(self, waiting: list[Imported | _Ready]) -> Iterator[Imported]:
         ready = [step for step in waiting if isinstance(step, _Ready)]
@@ -209,7 +220,9 @@ class GithubImport:
                 written = [(step, bug_id, path) for step, bug_id, path, _ in staged if path not in taken]
                 for step, bug_id, path in written:
                     claims.written(path)
-                    done[id(step)] = Imported(step.name, "written", bug_id, path, step.filled)
+                    done[id(step)] = Imported(
+                        step.name, "written", bug_id, path, step.filled, notes=step.notes
+                    )
                 self._write_reports(claims.folder, [(s.report, i) for s, i, _ in written if s.report])
         for step in ready:
             done[id(step)] = Imported(step.name, "refused", message="no free bug id found; try again")

@@ -1,11 +1,13 @@
-"""The issue list ``gh issue list --json number,title,body,labels,createdAt`` prints, read as every
-input kbgen takes is read.
+"""The issue list ``gh issue list --json number,title,body,labels,createdAt,author,url`` prints, read
+as every input kbgen takes is read.
 
 The list comes from a regular file (never a FIFO or a device) or ``-`` (standard input), and no
 more than :data:`MAX_BYTES` of it is read. Each issue's shape is checked on its own (the
 :class:`Issue` model): one that is not an issue is reported by its number, or by its place in the
 list when it has no usable number, and the others are imported. An issue listed twice is taken
-once, from its first listing.
+once, from its first listing. ``createdAt`` is a date and time as gh prints it, between GitHub's
+first year and tomorrow (a number, or a year 1, is no issue's date); ``url`` and ``author`` are
+read as they come and checked when the bug's origin is made (see :mod:`kbgen.importer.github`).
 """
 
 from __future__ import annotations
@@ -18,17 +20,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from kbgen.errors import KbgenError
 from kbgen.fileio import Unreadable, read_limited
 
 #: an export of tens of thousands of issues fits; a larger file is not a `gh issue list` export
 MAX_BYTES = 64 * 1024 * 1024
-EXPORT = "gh issue list --json number,title,body,labels,createdAt > issues.json"
+EXPORT = "gh issue list --json number,title,body,labels,createdAt,author,url > issues.json"
 _TOO_BIG_HINT = "export fewer issues at a time (gh issue list --limit N --search ...)"
 _NOT_A_FILE_HINT = "kbgen reads the issue list from a regular file, or from - (standard input)"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def _whole_characters(text: str) -> str:
@@ -37,6 +50,33 @@ def _whole_characters(text: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_whole_characters)]
+#: no GitHub issue is older than GitHub
+FIRST_YEAR = 2008
+
+
+def _date_text(value: Any) -> Any:
+    """gh prints ``createdAt`` as ISO 8601 text; a number (or digits) would be read as seconds since 1970."""
+    if not isinstance(value, str) or not _ISO_DAY.match(value):
+        raise PydanticCustomError(
+            "datetime_type", "Input should be a date and time as text (2025-11-20T10:00:00Z)"
+        )
+    return value
+
+
+def _issue_date(value: dt.datetime) -> dt.datetime:
+    from kbgen import clock
+
+    value = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+    if value.year < FIRST_YEAR:
+        raise PydanticCustomError(
+            "datetime_past", "Input should be a date from {first} on", {"first": FIRST_YEAR}
+        )
+    if value > clock.now() + dt.timedelta(days=1):
+        raise PydanticCustomError("datetime_future", "Input should not be a date in the future")
+    return value
+
+
+IssueDate = Annotated[dt.datetime, BeforeValidator(_date_text), AfterValidator(_issue_date)]
 
 
 class Label(BaseModel):
@@ -59,7 +99,9 @@ class Issue(BaseModel):
     title: Text | None = None
     body: Text | None = None
     labels: list[Label] | None = None
-    created_at: dt.datetime | None = Field(default=None, alias="createdAt")
+    created_at: IssueDate | None = Field(default=None, alias="createdAt")
+    url: Any = None  # checked when the bug's origin is made: a bad one is left out, not the issue
+    author: Any = None
 
     def label_names(self) -> list[str]:
         return [label.name for label in self.labels or []]

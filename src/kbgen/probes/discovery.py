@@ -36,6 +36,7 @@ BUILTIN_ORDER = (
     "compat",
     "cuda-smoke",
     "debug-env",
+    "dist-env",
     "import-timing",
 )
 

@@ -40,6 +40,11 @@ class FleetNode:
     def marked(self) -> set[str]:
         return {d.fact for d in self.view.drift}
 
+    @property
+    def label(self) -> str:
+        """The host name, and which machine when several gave it."""
+        return f"{self.view.host} (machine {self.view.machine})" if self.view.machine else self.view.host
+
 
 def node_uri(host: str) -> str:
     return f"fleet/{file_name(host)[: -len('.json')]}.md"
@@ -69,14 +74,17 @@ def plan(site: SiteData) -> Iterable[tuple[str, str, Any, tuple[Any, ...], str]]
     if not records and not problems:
         return  # a project without a fleet gets no Fleet page
     hosts = bugs_by_host(site)
-    nodes = [FleetNode(v, node_uri(v.host), hosts.get(v.host, [])) for v in node_views(records)]
+    nodes = [
+        FleetNode(v, node_uri(f"{v.host}@{v.machine}" if v.other else v.host), hosts.get(v.host, []))
+        for v in node_views(records)
+    ]
     digest = hashlib.sha256(
         json.dumps([[n.view.model_dump(mode="json"), n.bugs] for n in nodes], sort_keys=True).encode()
         + "\0".join(problems).encode()
     ).hexdigest()
     yield FLEET, "Fleet", render_fleet, (nodes, problems), digest
     for node in nodes:
-        yield node.uri, node.view.host, render_node, (node,), digest
+        yield node.uri, node.label, render_node, (node,), digest
 
 
 def render_fleet(env: jinja2.Environment, site: SiteData, nodes: list[FleetNode], problems: list[str]) -> str:

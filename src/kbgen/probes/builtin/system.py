@@ -10,8 +10,10 @@ PROBE = {
     "default": True,
 }
 
+import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +73,25 @@ def _container_image():
     if os.environ.get("NVIDIA_PYTORCH_VERSION"):  # NVIDIA's NGC PyTorch images
         return "nvcr.io/nvidia/pytorch:" + os.environ["NVIDIA_PYTORCH_VERSION"]
     return None
+
+
+def _machine_id():
+    """Which installed system this is, as a digest: /etc/machine-id is a secret of the machine's
+    own (systemd asks that it never leave it), so only a hash of it salted for kbgen is reported.
+    A re-installed node gets a new one; a container has its own or none."""
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        text = (_read(path) or "").strip()
+        if re.fullmatch(r"[0-9a-f]{32}", text):
+            return hashlib.sha256(("kbgen-machine:" + text).encode()).hexdigest()[:12]
+    return None
+
+
+def _container_id():
+    """The first 12 hex digits of the container's id where Docker or Podman mount it in; None
+    elsewhere. Two containers on one host (same host name, same machine) differ here."""
+    text = _read("/proc/self/mountinfo") or ""
+    found = re.search(r"/(?:containers|overlay-containers)/([0-9a-f]{64})/", text)
+    return found.group(1)[:12] if found else None
 
 
 def _cgroup_limits():
@@ -162,6 +183,8 @@ def _machine_facts():
         "wsl_lib": os.path.isdir("/usr/lib/wsl/lib"),
         "container": _container(),
         "container_image": _container_image(),
+        "container_id": _container_id(),
+        "machine_id": _machine_id(),
         "cgroup_cpus": cpus,
         "cgroup_memory_mb": memory,
         "memory_total_mb": _memory_total_mb(),
