@@ -21,6 +21,81 @@ MAX_LINES = 400
 OLDEST_NODE_PYTHON = (3, 8)
 
 
+#: loops kept as they are: judge asks judge_host's checks for its verdicts inside judge(), and
+#: judge_host takes the verdict type and the cause ids from judge
+KNOWN_LOOPS = [["kbgen.judge", "kbgen.judge_host"]]
+#: modules below the site: what they hold is shown by the site, never the other way round
+BELOW_SITE = ("kbgen.fleet", "kbgen.kinds", "kbgen.links", "kbgen.models", "kbgen.store", "kbgen.leftovers")
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Module -> the kbgen modules it imports anywhere: at the top, inside functions, and under
+    ``if TYPE_CHECKING:`` alike (a loop of type-only imports is a loop to a reader)."""
+    paths = {_module(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in paths)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names)
+        graph[name] = {m for m in found if m in paths and m != name}
+    return graph
+
+
+def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round about (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    loops: list[list[str]] = []
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        for other in sorted(graph[name]):
+            if other not in index:
+                visit(other)
+                low[name] = min(low[name], low[other])
+            elif other in stack:
+                low[name] = min(low[name], index[other])
+        if low[name] == index[name]:
+            group = stack[stack.index(name) :]
+            del stack[stack.index(name) :]
+            if len(group) > 1:
+                loops.append(sorted(group))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return loops
+
+
+def test_no_modules_import_each_other_in_a_loop() -> None:
+    loops = [loop for loop in _loops(_imports()) if loop not in KNOWN_LOOPS]
+    assert loops == [], f"these modules import each other (type-only imports count): {loops}"
+
+
+def test_the_records_and_the_fleet_never_import_the_site() -> None:
+    upward = {
+        name: sorted(m for m in deps if m.startswith("kbgen.site"))
+        for name, deps in _imports().items()
+        if name.startswith(BELOW_SITE) and any(m.startswith("kbgen.site") for m in deps)
+    }
+    assert upward == {}
+
+
 def _choices(command: click.Command, name: str) -> list[str]:
     param = next(p for p in command.params if p.name == name)
     assert isinstance(param.type, click.Choice)

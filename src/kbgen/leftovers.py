@@ -6,16 +6,52 @@ it when it holds nothing the new copy lacks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from kbgen.errors import Problem
 
 if TYPE_CHECKING:
     from kbgen.models import Bug
-    from kbgen.store import Entry, Kb
 
 
-def renumbered_copy(kb: Kb, old: Entry[Bug]) -> Entry[Bug] | None:
+# What this module needs of kbgen.store's Entry and Kb, said here so that the store, which sets
+# leftovers aside while it loads, is not imported back (not even for its types).
+class _Source(Protocol):
+    @property
+    def body(self) -> str: ...
+    @property
+    def rel(self) -> str: ...
+    @property
+    def parsed(self) -> Any: ...
+
+
+class BugFile(Protocol):
+    """A loaded bug and the file it came from (a :class:`kbgen.store.Entry` of a Bug)."""
+
+    @property
+    def record(self) -> Bug: ...
+    @property
+    def source(self) -> _Source: ...
+    @property
+    def path(self) -> Path: ...
+
+
+E = TypeVar("E", bound=BugFile)
+
+
+class Loaded(Protocol, Generic[E]):
+    """The parts of a loaded KB (a :class:`kbgen.store.Kb`) that leftovers are kept in."""
+
+    @property
+    def bugs(self) -> dict[str, E]: ...
+
+    problems: list[Problem]
+    claims: dict[str, list[Path]]
+    leftovers: dict[str, list[tuple[E, E]]]
+
+
+def renumbered_copy(kb: Loaded[E], old: E) -> E | None:
     """The bug that `kbgen renumber` made of ``old`` (same creation time, a renumber event from
     its id, the id kept as an alias), when one is loaded under another id."""
     bug = old.record
@@ -28,7 +64,7 @@ def renumbered_copy(kb: Kb, old: Entry[Bug]) -> Entry[Bug] | None:
     return None
 
 
-def is_unchanged_copy(old: Entry[Bug], new: Entry[Bug]) -> bool:
+def is_unchanged_copy(old: BugFile, new: BugFile) -> bool:
     """``old`` holds nothing ``new`` lacks: the same body and values, save what renumber changed
     (id, aliases, updated, one more history event)."""
     moved = {"id", "aliases", "updated", "history"}
@@ -40,7 +76,7 @@ def is_unchanged_copy(old: Entry[Bug], new: Entry[Bug]) -> bool:
     )
 
 
-def set_aside_leftovers(kb: Kb, claimed: list[Entry[Bug]]) -> None:
+def set_aside_leftovers(kb: Loaded[E], claimed: list[E]) -> None:
     """An interrupted renumber leaves the bug twice: the old file and the new one, whose alias is
     the old id. The old copy is reported and left out, so no command shows the bug twice."""
     aliases = {a for e in kb.bugs.values() for a in e.record.aliases}

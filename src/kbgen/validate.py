@@ -6,10 +6,12 @@ Each check yields :class:`~kbgen.errors.Problem` values; nothing stops at the fi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbgen import links
 from kbgen.errors import Problem
 from kbgen.kinds import KINDS
 from kbgen.mdtext import (
@@ -25,12 +27,9 @@ from kbgen.models import (
     BUG_ID_RE,
     AttemptOutcome,
     Bug,
-    Decided,
     ErrorType,
-    Fix,
     ProbeStatus,
     Record,
-    RootCause,
     Status,
 )
 from kbgen.store import Entry, Kb
@@ -46,11 +45,36 @@ _BUG_MENTION_RE = re.compile(BUG_ID_RE.strip("^$").replace("(", "(?:"))
 _TEXT_RE = re.compile(f"(?P<placeholder>{PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
 
 
-def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = None) -> list[Problem]:
+@dataclass
+class CheckMemo:
+    """What the checks found in each file, kept by a running ``kbgen serve`` between rebuilds.
+
+    Loading hands back the same entry for a file that did not change; a file read again is a
+    new entry and is checked again. The references of every file are checked again whenever the
+    ids that exist change (a file added, deleted or broken), since any of them may name it.
+    """
+
+    own: dict[int, tuple[Entry[Any], list[Problem]]] = field(default_factory=dict)
+    refs: dict[int, tuple[Entry[Any], list[Problem]]] = field(default_factory=dict)
+    known: dict[str, set[str]] = field(default_factory=dict)
+
+    def recall(
+        self, table: dict[int, tuple[Entry[Any], list[Problem]]], entry: Entry[Any], check: Callable[[], Any]
+    ) -> list[Problem]:
+        kept = table.get(id(entry))
+        if kept is None or kept[0] is not entry:
+            kept = table[id(entry)] = (entry, list(check()))
+        return kept[1]
+
+
+def validate_kb(
+    kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = None, memo: CheckMemo | None = None
+) -> list[Problem]:
     """Every problem in ``kb`` (load problems and probe files included), sorted by file and line.
 
     ``probes``: the project's probe files as :func:`~kbgen.probes.discovery.scan` found them, for
-    a caller that scanned them already (the site); scanned here when not given.
+    a caller that scanned them already (the site); scanned here when not given. ``memo``: what an
+    earlier call found in the files that did not change since (see :class:`CheckMemo`).
     """
     from kbgen import envdata, errordraft
     from kbgen.probes.discovery import scan
@@ -58,24 +82,34 @@ def validate_kb(kb: Kb, probes: tuple[list[ProbeSpec], list[Problem]] | None = N
     specs, probe_problems = probes if probes is not None else scan(kb.project)
     probe_ids = {spec.meta.id for spec in specs}
     problems = [*kb.problems, *probe_problems]
-    problems.extend(check_references(kb, probe_ids))
+    problems.extend(check_references(kb, probe_ids, memo))
     problems.extend(check_layers(kb, {s.meta.id for s in specs if s.builtin}))
     problems.extend(check_duplicates(kb))
     problems.extend(check_aliases(kb))
-    problems.extend(check_signatures(kb))
+    own = CheckMemo() if memo is None else memo
+    seen: dict[int, tuple[Entry[Any], list[Problem]]] = {}
     for kind in KINDS.values():
         for entry in kb.entries(kind).values():
-            problems.extend(check_text(kb, entry))
-            problems.extend(check_secrets(entry))
-            if entry.source.bom:
-                problems.append(
-                    _at(kb, entry, None, "the file starts with a UTF-8 byte order mark", "warning")
-                )
-    for entry in kb.bugs.values():
-        problems.extend(check_bug_status(kb, entry))
+            found = own.recall(own.own, entry, lambda: check_file(kb, entry))  # noqa: B023 (called at once)
+            seen[id(entry)] = (entry, found)
+            problems.extend(found)
+    own.own = seen  # a file no longer loaded is forgotten
     problems.extend(envdata.problems())
     problems.extend(errordraft.problems())
     return sorted(set(problems), key=lambda p: (p.path, p.line or 0, p.message))
+
+
+def check_file(kb: Kb, entry: Entry[Any]) -> Iterator[Problem]:
+    """The problems of one file that no other file changes: text, secrets, a bug's status, an
+    error type's signatures."""
+    yield from check_text(kb, entry)
+    yield from check_secrets(entry)
+    if entry.source.bom:
+        yield _at(kb, entry, None, "the file starts with a UTF-8 byte order mark", "warning")
+    if isinstance(entry.record, Bug):
+        yield from check_bug_status(kb, entry)
+    elif isinstance(entry.record, ErrorType):
+        yield from check_signatures(kb, entry)
 
 
 def _at(
@@ -95,58 +129,14 @@ def _at(
 
 
 def _refs(entry: Entry[Record]) -> Iterator[tuple[tuple[Any, ...], str, str]]:
-    """(location, target kind, id) for every id a record names."""
-    r = entry.record
-    if isinstance(r, ErrorType):
-        for i, ref in enumerate(r.causes):
-            yield ("causes", i, "cause"), "cause", ref.cause
-        for i, step in enumerate(r.diagnostics):
-            if step.probe:
-                yield ("diagnostics", i, _probe_key(step)), "probe", step.probe
-        for name in ("related", "secondary_to"):
-            for i, other in enumerate(getattr(r, name)):
-                yield (name, i), "error", other
-    elif isinstance(r, RootCause):
-        for i, fix in enumerate(r.fixes):
-            yield ("fixes", i), "fix", fix
-    elif isinstance(r, Fix):
-        if r.verify_probe:
-            yield ("verify_probe",), "probe", r.verify_probe
-    elif isinstance(r, Bug):
-        yield from _bug_refs(r)
+    """(location, target kind, id) for every id a record names (see :mod:`kbgen.links`)."""
+    for link, loc, ref, _ in links.refs(entry.kind.name, entry.record):
+        yield loc, link.target, ref
 
 
-def _probe_key(step: Decided) -> str:
-    """Where a step names its probe: ``probe``, or else its ``decided_by`` condition."""
-    return "probe" if "probe" in step.model_fields_set else "decided_by"
-
-
-def _bug_refs(bug: Bug) -> Iterator[tuple[tuple[Any, ...], str, str]]:
-    if bug.error:
-        yield ("error",), "error", bug.error
-    for name in ("suspected_causes", "confirmed_causes"):
-        for i, cause in enumerate(getattr(bug, name)):
-            yield (name, i), "cause", cause
-    for i, attempt in enumerate(bug.fixes_tried):
-        yield ("fixes_tried", i, "fix"), "fix", attempt.fix
-    for j, env in enumerate(bug.environments):
-        for i, finding in enumerate(env.findings):
-            yield ("environments", j, "findings", i, "probe"), "probe", finding.probe
-    for i, step in enumerate(bug.progress):
-        if step.probe:
-            yield ("progress", i, _probe_key(step)), "probe", step.probe
-    if bug.repro:
-        yield ("repro",), "probe", bug.repro
-    for i, other in enumerate(bug.related):
-        yield ("related", i), "bug", other
-    if bug.duplicate_of:
-        yield ("duplicate_of",), "bug", bug.duplicate_of
-
-
-def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
+def check_references(kb: Kb, probe_ids: set[str], memo: CheckMemo | None = None) -> Iterator[Problem]:
     """Every id named by a record must exist (bugs may be named by an alias)."""
     aliases = {a for e in kb.bugs.values() for a in e.record.aliases}
-    folders = {name: f"kb/{kind.folder}/" for name, kind in KINDS.items()}
     # A record whose file did not load is reported once, at its own file: the records that
     # name it are not wrong, so they get no errors of their own.
     broken = {Path(p.path) for p in kb.problems}
@@ -156,13 +146,24 @@ def check_references(kb: Kb, probe_ids: set[str]) -> Iterator[Problem]:
     }
     known["bug"] |= aliases
     known["probe"] = probe_ids
+    memo = memo or CheckMemo()
+    if memo.known != known:
+        memo.known, memo.refs = known, {}
+    seen: dict[int, tuple[Entry[Any], list[Problem]]] = {}
     for kind in KINDS.values():
         for entry in kb.entries(kind).values():
-            for loc, target, ref in _refs(entry):
-                if ref not in known[target]:
-                    where = folders.get(target, "the built-in probes or kb/probes/")
-                    hint = _close(ref, known[target])
-                    yield _at(kb, entry, loc, f"no {target} '{ref}' in {where}{hint}", code="reference")
+            found = memo.recall(memo.refs, entry, lambda: _dangling(kb, entry, known))  # noqa: B023
+            seen[id(entry)] = (entry, found)
+            yield from found
+    memo.refs = seen
+
+
+def _dangling(kb: Kb, entry: Entry[Record], known: dict[str, set[str]]) -> Iterator[Problem]:
+    for loc, target, ref in _refs(entry):
+        if ref not in known[target]:
+            where = f"kb/{KINDS[target].folder}/" if target in KINDS else "the built-in probes or kb/probes/"
+            hint = _close(ref, known[target])
+            yield _at(kb, entry, loc, f"no {target} '{ref}' in {where}{hint}", code="reference")
 
 
 def check_layers(kb: Kb, base_probes: set[str]) -> Iterator[Problem]:
@@ -235,15 +236,14 @@ def check_aliases(kb: Kb) -> Iterator[Problem]:
             yield _at(kb, entries[0], ("aliases", index), message, code="alias")
 
 
-def check_signatures(kb: Kb) -> Iterator[Problem]:
+def check_signatures(kb: Kb, entry: Entry[ErrorType]) -> Iterator[Problem]:
     """Every signature must be a pattern RE2 can run (triage skips the others) and must not
     match an empty line."""
     from kbgen.triage import signature_problems
 
-    for entry in kb.errors.values():
-        for i, signature in enumerate(entry.record.signatures):
-            for reason in signature_problems(signature.regex):
-                yield _at(kb, entry, ("signatures", i), reason, code="signature")
+    for i, signature in enumerate(entry.record.signatures):
+        for reason in signature_problems(signature.regex):
+            yield _at(kb, entry, ("signatures", i), reason, code="signature")
 
 
 # --------------------------------------------------------------------------- text

@@ -10,11 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbgen import links
 from kbgen.keyfacts import KEY_FACT_KEYS, KEY_FACTS
 from kbgen.kinds import BUG, CAUSE, ERROR, FIX, KINDS
+from kbgen.links import Link
 from kbgen.models import (
     CLOSED_STATUSES,
     Bug,
@@ -93,6 +96,10 @@ class SiteData:
     causes_by_fix: dict[str, list[RootCause]] = field(default_factory=dict)
     related_bugs: dict[str, list[str]] = field(default_factory=dict)
     probe_users: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    #: (kind, id) -> (record, link, holder) for every link naming that record (or probe)
+    backlinks: dict[tuple[str, str], list[tuple[Any, Link, Any]]] = field(default_factory=dict)
+    #: the ids each record names (a running server keeps one between builds)
+    refs: links.RefMemo = field(default_factory=links.RefMemo)
 
     def __post_init__(self) -> None:
         # Plain dicts, made once: templates look records up thousands of times per build.
@@ -100,15 +107,15 @@ class SiteData:
         self.causes: dict[str, RootCause] = self.kb.records(CAUSE)
         self.fixes: dict[str, Fix] = self.kb.records(FIX)
         self.bugs: dict[str, Bug] = self.kb.records(BUG)
-        self._link_bugs()
-        self._link_knowledge()
+        self._link_back()
+        self.refs.forget_unseen()
 
     # ------------------------------------------------------------------ records
 
     def source_of(self, kind: str, record_id: str) -> str:
         """The project-relative path of the file a record was read from."""
         entry = self.kb.entries(KINDS[kind])[record_id]
-        return self.kb.project.rel(entry.path)
+        return entry.source.rel or self.kb.project.rel(entry.path)
 
     def digest(self, kind: str, record_id: str) -> str:
         """The content digest of a record's file ('-' when there is no such record)."""
@@ -120,48 +127,57 @@ class SiteData:
 
     # ------------------------------------------------------------------ reverse links
 
-    def _link_bugs(self) -> None:
-        for bug in sorted(self.bugs.values(), key=lambda b: b.id):
-            if bug.error:
-                self.bugs_by_error.setdefault(bug.error, []).append(bug)
-            for cause in bug.confirmed_causes:
-                self.bugs_by_cause.setdefault(cause, []).append((bug, "confirmed"))
-            for cause in bug.suspected_causes:
-                if cause not in bug.confirmed_causes:
-                    self.bugs_by_cause.setdefault(cause, []).append((bug, "suspected"))
-            for attempt in bug.fixes_tried:
-                self.bugs_by_fix.setdefault(attempt.fix, []).append((bug, attempt))
-            for other in bug.related:
+    def _link_back(self) -> None:
+        """Walk every link of every record once (records in id order, links in the order
+        :data:`~kbgen.links.LINKS` declares them) and file it under the record it names."""
+        by_link: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
+        for name, kind in KINDS.items():
+            for record in sorted(self.kb.records(kind).values(), key=lambda r: r.id):
+                for link, ref, holder in self.refs.of(name, record):
+                    self.backlinks.setdefault((link.target, ref), []).append((record, link, holder))
+                    by_link.setdefault(link.name, {}).setdefault(ref, []).append((record, holder))
+                    if link.target == links.PROBE and name != "bug":
+                        self._use_probe(ref, name, record, holder)
+        self.bugs_by_error = {k: [bug for bug, _ in v] for k, v in by_link.get("bug.error", {}).items()}
+        self.errors_by_cause = by_link.get("error.causes", {})
+        self.causes_by_fix = {k: [c for c, _ in v] for k, v in by_link.get("cause.fixes", {}).items()}
+        self.bugs_by_fix = by_link.get("bug.fixes_tried", {})
+        for (target, cause_id), found in self.backlinks.items():
+            for bug, link, _ in found if target == "cause" else []:
+                # a cause's page lists a bug once per naming, as confirmed where it is confirmed
+                if link.source == "bug" and (
+                    link.role == "confirmed" or cause_id not in bug.confirmed_causes
+                ):
+                    self.bugs_by_cause.setdefault(cause_id, []).append((bug, link.role))
+        for other, pairs in by_link.get("bug.related", {}).items():
+            for bug, _ in pairs:
                 self._relate(bug.id, other)
                 self._relate(other, bug.id)
-            for step in bug.progress:
-                if step.probe:
-                    self._use_probe(step.probe, page_uri("bug", bug.id), bug.id, step.title)
+
+    def _use_probe(self, probe_id: str, kind: str, record: Any, step: Any) -> None:
+        # The catalogue lists knowledge pages; bugs inherit their error type's steps.
+        why = step.title if step is not None else f"verifies this {kind}"
+        self.probe_users.setdefault(probe_id, []).append((page_uri(kind, record.id), record.title, why))
+
+    def linking_to(self, kind: str, record_id: str) -> list[tuple[str, str]]:
+        """(kind, id) of every record that names the record ``record_id`` of ``kind``."""
+        return [(link.source, r.id) for r, link, _ in self.backlinks.get((kind, record_id), ())]
+
+    def fixes_of(self, cause_ids: Iterable[str]) -> list[str]:
+        """The known fixes of the known causes among ``cause_ids``, each once, in the causes' order."""
+        found: list[str] = []
+        for cause_id in cause_ids:
+            cause = self.causes.get(cause_id)
+            for fix_id in cause.fixes if cause else []:
+                if fix_id in self.fixes and fix_id not in found:
+                    found.append(fix_id)
+        return found
 
     def _relate(self, one: str, other: str) -> None:
         mates = self.related_bugs.setdefault(one, [])
         if other != one and other not in mates:
             mates.append(other)
             mates.sort()
-
-    def _link_knowledge(self) -> None:
-        for error in sorted(self.errors.values(), key=lambda e: e.id):
-            for ref in error.causes:
-                self.errors_by_cause.setdefault(ref.cause, []).append((error, ref))
-            for step in error.diagnostics:
-                if step.probe:
-                    self._use_probe(step.probe, page_uri("error", error.id), error.title, step.title)
-        for cause in sorted(self.causes.values(), key=lambda c: c.id):
-            for fix_id in cause.fixes:
-                self.causes_by_fix.setdefault(fix_id, []).append(cause)
-        for fix in sorted(self.fixes.values(), key=lambda f: f.id):
-            if fix.verify_probe:
-                self._use_probe(fix.verify_probe, page_uri("fix", fix.id), fix.title, "verifies this fix")
-
-    def _use_probe(self, probe_id: str, uri: str, what: str, why: str) -> None:
-        # Bugs inherit their error type's steps; the catalogue lists the knowledge pages only.
-        if not uri.startswith("bugs/"):
-            self.probe_users.setdefault(probe_id, []).append((uri, what, why))
 
     # ------------------------------------------------------------------ questions pages ask
 

@@ -20,6 +20,7 @@ import yaml
 
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.kinds import BUG, KINDS, R, RecordKind
+from kbgen.links import RefMemo
 from kbgen.site import render
 from kbgen.site.data import (
     BUGS,
@@ -39,6 +40,7 @@ from kbgen.store import Entry, Project, load_kb, read_entry
 
 if TYPE_CHECKING:
     from kbgen.probes.discovery import ProbeSpec
+    from kbgen.validate import CheckMemo
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,13 @@ def probe_catalogue(project: Project, specs: list[ProbeSpec]) -> dict[str, Probe
 
 
 class EntryCache:
-    """Entries of files that did not change since they were read (same size, times and inode)."""
+    """Entries of files that did not change since they were read (same size, times and inode),
+    and what the checks found in them."""
 
     def __init__(self) -> None:
         self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry[Any]]] = {}
+        self.checks: CheckMemo | None = None  # what the checks found in those entries
+        self.refs = RefMemo()  # the ids their records name
 
     def read(self, path: Path, kind: RecordKind[R], project: Project) -> Entry[R]:
         try:
@@ -99,15 +104,18 @@ def load_site(
 ) -> tuple[SiteData, list[Problem]]:
     """Load and check the KB; raise EntryError listing every error, return the warnings."""
     from kbgen.probes.discovery import scan
-    from kbgen.validate import validate_kb
+    from kbgen.validate import CheckMemo, validate_kb
 
     kb = load_kb(project, cache.read if cache is not None else None)
     scanned = scan(project)  # the probe files, read once: for the checks and for the catalogue
-    problems = validate_kb(kb, scanned)
+    if cache is not None and cache.checks is None:
+        cache.checks = CheckMemo()
+    problems = validate_kb(kb, scanned, cache.checks if cache is not None else None)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise EntryError(errors, hint="`kbgen validate` lists the same problems")
-    site = SiteData(kb, today, probe_catalogue(project, scanned[0]), stale_days)
+    memo = cache.refs if cache is not None else RefMemo()
+    site = SiteData(kb, today, probe_catalogue(project, scanned[0]), stale_days, refs=memo)
     return site, [p for p in problems if p.severity != "error"]
 
 
@@ -150,56 +158,37 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
     dated = [site.today.isoformat(), str(site.stale_days), _key(*sorted(site.bugs))]
     for uri, fn in INDEX_PAGES:  # lists and counts: they change with any record
         yield Page(uri, ""), fn, (), [_key(*everything), probes, *dated]
-    for kind, fn, deps_of in (
-        ("bug", render.render_bug, _bug_deps),
-        ("error", render.render_error, _error_deps),
-        ("cause", render.render_cause, _cause_deps),
-        ("fix", render.render_fix, _fix_deps),
-    ):
+    for kind, fn in RECORD_PAGES.items():
         for record_id, entry in site.kb.entries(KINDS[kind]).items():
-            deps = [site.digest(kind, record_id), probes, *dated, *deps_of(site, entry.record)]
+            deps = [site.digest(kind, record_id), probes, *dated, *_deps(site, kind, entry.record)]
             yield _page(kind, record_id, site), fn, (record_id,), deps
-    from kbgen.fleet.pages import plan as fleet_plan
+    from kbgen.site.fleet import plan as fleet_plan
 
     for uri, title, fleet_fn, args, digest in fleet_plan(site):
         yield Page(uri, "", None, "fleet", title), fleet_fn, args, [digest, _key(*everything), *dated]
 
 
-def _bug_deps(site: SiteData, bug: Any) -> list[str]:
-    causes = [*bug.confirmed_causes, *bug.suspected_causes]
-    fixes = [f for c in causes if c in site.causes for f in site.causes[c].fixes]
-    return [
-        site.digest("error", bug.error or ""),
-        *(site.digest("cause", c) for c in causes),
-        *(site.digest("fix", f) for f in [*fixes, *(a.fix for a in bug.fixes_tried)]),
-        *(site.digest("bug", b) for b in site.related_bugs.get(bug.id, [])),
-        site.digest("bug", bug.duplicate_of or ""),
-    ]
+RECORD_PAGES: dict[str, Renderer] = {
+    "bug": render.render_bug,
+    "error": render.render_error,
+    "cause": render.render_cause,
+    "fix": render.render_fix,
+}
 
 
-def _error_deps(site: SiteData, error: Any) -> list[str]:
-    causes = [ref.cause for ref in error.causes]
-    return [
-        *(site.digest("cause", c) for c in causes),
-        *(site.digest("fix", f) for c in causes if c in site.causes for f in site.causes[c].fixes),
-        *(site.digest("bug", b.id) for b in site.bugs_by_error.get(error.id, [])),
-        *(site.digest("error", e) for e in [*error.related, *error.secondary_to]),
-    ]
-
-
-def _cause_deps(site: SiteData, cause: Any) -> list[str]:
-    return [
-        *(site.digest("fix", f) for f in cause.fixes),
-        *(site.digest("error", e.id) for e, _ in site.errors_by_cause.get(cause.id, [])),
-        *(site.digest("bug", b.id) for b, _ in site.bugs_by_cause.get(cause.id, [])),
-    ]
-
-
-def _fix_deps(site: SiteData, fix: Any) -> list[str]:
-    return [
-        *(site.digest("cause", c.id) for c in site.causes_by_fix.get(fix.id, [])),
-        *(site.digest("bug", b.id) for b, _ in site.bugs_by_fix.get(fix.id, [])),
-    ]
+def _deps(site: SiteData, kind: str, record: Any) -> list[str]:
+    """The digests of the records a record's page shows: those it links to, those that link to
+    it (both from :mod:`kbgen.links`), and the fixes of the causes it names."""
+    deps: list[str] = []
+    causes: list[str] = []
+    for link, ref, _ in site.refs.of(kind, record):
+        if link.target in KINDS:
+            deps.append(site.digest(link.target, ref))
+        if link.target == "cause":
+            causes.append(ref)
+    deps += (site.digest(*other) for other in site.linking_to(kind, record.id))
+    deps += (site.digest("fix", f) for f in site.fixes_of(causes))
+    return deps
 
 
 def _page(kind: str, record_id: str, site: SiteData) -> Page:

@@ -29,9 +29,9 @@ from mkdocs.structure.pages import Page as MkPage
 from kbgen import clock, layers
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
-from kbgen.fleet.pages import FLEET
 from kbgen.site import devserver, mdsafe, navmemo, output, pages, rawhtml, render
 from kbgen.site.data import ERRORS, STALE_DAYS
+from kbgen.site.fleet import FLEET
 from kbgen.store import Project, find_project
 
 log = get_plugin_logger(__name__)
@@ -74,6 +74,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
+        self.edit_uris: dict[tuple[str, Path, Path], str] = {}  # (kb/ source, docs/, project) -> edit link
         self.nav_key: tuple[tuple[str, str], ...] | None = None  # the last build's navigation
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
@@ -188,11 +189,18 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         if page.source is not None and page.source.startswith(layers.BASE_LABEL):
             file.edit_uri = None  # shipped with kbgen: `kbgen kb copy ID` forks it into kb/
         elif page.source is not None:
-            assert self.project is not None
-            # Relative to docs/, like every other page's: an edit_uri of ".../docs/" resolves "..".
-            target = self.project.root / page.source
-            file.edit_uri = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
+            file.edit_uri = self._edit_uri(page.source, docs)
         return file
+
+    def _edit_uri(self, source: str, docs: Path) -> str:
+        """The kb/ file ``source`` relative to docs/, like every other page's edit link (an
+        edit_uri of ".../docs/" resolves ".."); remembered, as a rebuild asks for every page's."""
+        assert self.project is not None
+        key = (source, docs, self.project.root)
+        if key not in self.edit_uris:
+            target = self.project.root / source
+            self.edit_uris[key] = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
+        return self.edit_uris[key]
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         # Material renders the navigation, error types included, into every page: render it

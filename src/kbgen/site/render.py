@@ -298,12 +298,8 @@ def render_bug(env: jinja2.Environment, site: SiteData, bug_id: str) -> str:
     """One bug report."""
     bug = site.bugs[bug_id]
     tried = {attempt.fix for attempt in bug.fixes_tried}
-    untried: list[str] = []
-    for cause_id in [*bug.confirmed_causes, *bug.suspected_causes]:
-        cause = site.causes.get(cause_id)
-        for fix_id in cause.fixes if cause else []:
-            if fix_id in site.fixes and fix_id not in tried and fix_id not in untried:
-                untried.append(fix_id)
+    causes = [*bug.confirmed_causes, *bug.suspected_causes]
+    untried = [fix_id for fix_id in site.fixes_of(causes) if fix_id not in tried]
     return _page(
         env,
         site,
@@ -321,17 +317,6 @@ def ranked_causes(error: Any) -> list[Any]:
     return sorted(error.causes, key=lambda ref: _LIKELIHOOD_RANK[ref.likelihood])
 
 
-def fixes_of(site: SiteData, refs: list[Any]) -> list[str]:
-    """The known fixes of the causes ``refs`` names, each once, in the causes' order."""
-    found: list[str] = []
-    for ref in refs:
-        cause = site.causes.get(ref.cause)
-        for fix_id in cause.fixes if cause else []:
-            if fix_id in site.fixes and fix_id not in found:
-                found.append(fix_id)
-    return found
-
-
 def render_error_index(env: jinja2.Environment, site: SiteData) -> str:
     errors = sorted(site.errors.values(), key=lambda e: e.title.lower())
     return _page(env, site, "page-errors.md.j2", ERRORS, errors=errors)
@@ -347,7 +332,7 @@ def render_error(env: jinja2.Environment, site: SiteData, error_id: str) -> str:
         page_uri("error", error_id),
         error=error,
         causes=ranked_causes(error),
-        fix_ids=fixes_of(site, ranked_causes(error)),
+        fix_ids=site.fixes_of(ref.cause for ref in ranked_causes(error)),
         source=site.source_of("error", error_id),
         body=site.body("error", error_id),
     )
