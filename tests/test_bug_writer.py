@@ -115,6 +115,12 @@ FULL = {
     "tags": ["loss", "no", "3.10", "a, b", "[x]", "{y}", "#c", "k: v", "- d", "?", "ü"],
     "assignee": "mina",
     "aliases": ["BUG-20251120-004"],
+    "origin": {
+        "number": 412,
+        "url": "https://github.com/acme/trainer/issues/412",
+        "author": "mina",
+        "labels": ["gpu-failure", "triage"],
+    },
     "fingerprint": {
         "version": 1,
         "exception": "AcceleratorError",

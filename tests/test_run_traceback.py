@@ -40,9 +40,10 @@ DEEP_LOSS = "\n".join(
 )
 
 # An error no error type knows, printed as Python prints it.
+# An error no type knows, and no plain error of the program either (that one files no bug)
 UNKNOWN = """
 def load_config(path):
-    raise ValueError(f"no such section: {path}")
+    raise RuntimeError(f"fused optimizer state has no slot: {path}")
 
 load_config("optim.lr")
 """
@@ -120,6 +121,6 @@ def test_an_unknown_error_keeps_its_traceback_too(project: Path) -> None:
         f'  File "{project / "train.py"}", line 5, in <module>',
         '    load_config("optim.lr")',
         f'  File "{project / "train.py"}", line 3, in load_config',
-        '    raise ValueError(f"no such section: {path}")',
-        "ValueError: no such section: optim.lr",
+        '    raise RuntimeError(f"fused optimizer state has no slot: {path}")',
+        "RuntimeError: fused optimizer state has no slot: optim.lr",
     ]

@@ -18,9 +18,13 @@ def test_a_report_of_prompts_only_has_no_heading_and_validate_says_so(tmp_path: 
     page = (tmp_path / "pages" / "bugs" / f"{bug_id}.md").read_text()
     assert "## Report" not in page and "What happened" not in page  # nothing but prompts
     assert "## History" in page
+    # a new bug's prompts are for later; once it is closed as fixed, validate asks for the story
+    assert "only prompts" not in run("--kb", str(project), "validate", "--strict")[1]
+    code, out = run("--kb", str(project), "status", bug_id, "fixed", "--note", "upgraded torch")
+    assert code == 0, out
     code, out = run("--kb", str(project), "validate", "--strict")
     assert code != 0
-    assert f"kb/bugs/{bug_id}" in out and "warning: the report holds only prompts" in out
+    assert f"kb/bugs/{bug_id}" in out and "warning: fixed, but the report holds only prompts" in out
     (filled,) = (project / "kb" / "bugs").glob(f"{bug_id}*.md")
     filled.write_text(
         filled.read_text().replace("## What happened\n", "## What happened\n\nLoss went NaN.\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 #: an issue's or pull request's address on github.com; owner and repository as GitHub spells them
 GITHUB_URL_RE = r"^https://github\.com/[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}/(?:issues|pull)/[0-9]{1,19}$"
@@ -17,11 +17,20 @@ GITHUB_URL_RE = r"^https://github\.com/[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z
 LOGIN_RE = r"^(?:app/)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$"
 #: a label: one line of at most 100 characters, no control characters
 LABEL_RE = r"^[^\x00-\x1f\x7f-\x9f]{1,100}$"
+
+
+def _printable(text: str) -> str:
+    """No line or paragraph separator, no invisible or direction-changing character."""
+    if not text.isprintable():
+        raise ValueError("holds a character that does not print")
+    return text
+
+
 MAX_LABELS = 100
 
 GithubUrl = Annotated[str, StringConstraints(pattern=GITHUB_URL_RE)]
 Login = Annotated[str, StringConstraints(pattern=LOGIN_RE)]
-LabelName = Annotated[str, StringConstraints(pattern=LABEL_RE)]
+LabelName = Annotated[str, StringConstraints(pattern=LABEL_RE), AfterValidator(_printable)]
 
 
 class Origin(BaseModel):

@@ -43,6 +43,7 @@ _MOJIBAKE_RE = re.compile(
 )
 _BUG_MENTION_RE = re.compile(BUG_ID_RE.strip("^$").replace("(", "(?:"))
 _TEXT_RE = re.compile(f"(?P<placeholder>{PLACEHOLDER_RE.pattern})|(?P<mojibake>{_MOJIBAKE_RE.pattern})")
+_EXPLAINED = frozenset({Status.fixed, Status.verified, Status.wontfix})  # closed, and why is owed
 
 
 @dataclass
@@ -274,11 +275,12 @@ def check_text(kb: Kb, entry: Entry[Record]) -> Iterator[Problem]:
     if isinstance(entry.record, Bug):
         first_line = source.text.count("\n", 0, source.parsed.body_start) + 1
         yield from _unfilled_sections(rel, masked or _masked(source.body), first_line, source.body)
-        if PROMPT in source.body:  # a report of prompts only is not on the site at all
+        # closed with nothing said: a new bug's prompts are for later, a fixed one's are a gap
+        if PROMPT in source.body and entry.record.status in _EXPLAINED:
             from kbgen.site.mdsafe import body as shown
 
             if not shown(source.body).strip():
-                said = "the report holds only prompts, so the site shows none of it: say what happened"
+                said = f"{entry.record.status.value}, but the report holds only prompts: say what happened"
                 yield Problem(rel, first_line, None, said, "warning", code="empty-report")
 
 
