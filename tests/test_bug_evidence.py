@@ -10,9 +10,9 @@ import pytest
 
 from conftest import BUG_ID, add_keys, add_probe, frontmatter, invoke
 from kbgen import clock
-from kbgen.bugs import steps_from
+from kbgen.bugs.create import steps_from
+from kbgen.bugs.fill import step_verdict
 from kbgen.checks import CheckSyntaxError, parse_check
-from kbgen.fill import step_verdict
 from kbgen.models import ProbeStatus, StepState
 from kbgen.probes.report import ProbeResult
 from kbgen.store import find_project, load_kb

@@ -268,7 +268,7 @@ def _no_gpu_failure(loaded: Any, report: Any, text: str) -> bool:
 
 def _new_bug(ctx: click.Context, loaded: Any, text: str) -> str:
     """The `new-bug --from-log` path, on the kept output."""
-    from kbgen.bugs import NewBug, create_bug
+    from kbgen.bugs.create import NewBug, create_bug
     from kbgen.cli.core import _bug_template, _fill_from_log
     from kbgen.models import Severity
 

@@ -166,7 +166,7 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
       kbgen new-bug --title "Illegal memory access in BCE loss" --error cuda-illegal-memory-access
       python train.py 2>&1 | tail -200 > crash.log; kbgen new-bug --from-log crash.log
     """
-    from kbgen.bugs import NewBug, create_bug, parse_date
+    from kbgen.bugs.create import NewBug, create_bug, parse_date
     from kbgen.models import Severity
 
     kb = load_clean_kb(ctx)
@@ -253,7 +253,7 @@ def _ask_for_missing(opts: dict[str, Any], kb: Any) -> None:
 
 def _bug_template(project: Any) -> Any:
     """The body template of a new bug (templates/bug.md.j2); an old one with frontmatter says so."""
-    from kbgen.bugfile import body_template
+    from kbgen.bugs.body import body_template
 
     loaded = body_template(project.root)
     if loaded.notice:
@@ -351,8 +351,8 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
       kbgen renumber BUG-20251109-002                    # the next free id of the same day
       kbgen renumber BUG-20251109-002 --date 2025-11-10  # a free id of another day
     """
-    from kbgen.bugs import parse_date
-    from kbgen.bugs import renumber as do_renumber
+    from kbgen.bugs.create import parse_date
+    from kbgen.bugs.renumber import renumber as do_renumber
     from kbgen.store import load_kb
 
     kb = load_kb(project_of(ctx))

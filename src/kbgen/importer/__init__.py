@@ -56,7 +56,7 @@ class Draft:
 
     def render(self, bug_id: str) -> str:
         """The bug file's text under ``bug_id``, written as every bug file is (see roundtrip.compose)."""
-        from kbgen.roundtrip import compose
+        from kbgen.bugs.roundtrip import compose
 
         return compose(Bug.model_validate({"id": bug_id, **self.values}), self.body)
 
@@ -118,7 +118,7 @@ def draft_report(path: Path, kb: Kb) -> Draft:
     if message := message_of(sections):
         values["message"] = message
         if error := error_type_of(message, kb, notes):
-            from kbgen.bugs import progress_from
+            from kbgen.bugs.create import progress_from
 
             values["error"] = error
             if steps := progress_from(kb, error):
@@ -193,7 +193,7 @@ class ImportOutcome:
 
 def import_report(path: Path, kb: Kb, *, dry_run: bool = False) -> ImportOutcome:
     """Import one report into kb/bugs/ (or, with ``dry_run``, say what would be written)."""
-    from kbgen.bugs import claim_id, slugify, taken_ids
+    from kbgen.bugs.ids import claim_id, slugify, taken_ids
 
     try:
         draft = draft_report(path, kb)
@@ -233,7 +233,7 @@ def _write_as(draft: Draft, bug_id: str, target: Path, kb: Kb) -> ImportOutcome:
 
 
 def _next_id(day: dt.date, taken: set[str]) -> str:
-    from kbgen.bugs import stamp
+    from kbgen.bugs.ids import stamp
 
     prefix = stamp(day)
     used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == prefix]

@@ -1,4 +1,4 @@
-"""Bug ids for many new bugs in a row, as :func:`kbgen.bugs.claim_id` gives one.
+"""Bug ids for many new bugs in a row, as :func:`kbgen.bugs.ids.claim_id` gives one.
 
 ``claim_id`` reads every file of kb/bugs/ for the ids in use each time it is called: right for
 one bug, quadratic for an import of thousands. :class:`IdClaims` reads them once, and afterwards
@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from kbgen.bugs import ids_in_file, stamp
+from kbgen.bugs.ids import ids_in_file, stamp
 from kbgen.errors import KbgenError
 from kbgen.fileio import locked_folder
 from kbgen.models import BUG_ID_RE
