@@ -21,6 +21,7 @@ from kbgen.store import Kb
 
 if TYPE_CHECKING:
     from kbgen.bugs.body import BodyTemplate
+    from kbgen.triage import Compiled
 
 
 @dataclass
@@ -47,6 +48,17 @@ def parse_date(value: str) -> dt.date:
         except ValueError:
             continue
     raise KbgenError(f"--date {value!r}: expected YYYY-MM-DD")
+
+
+def draft_new_bug(kb: Kb, text: str, *, name: str = "<text>", compiled: Compiled | None = None) -> NewBug:
+    """A new bug from a log held in memory (``new-bug --from-log``, the output ``kbgen run`` kept,
+    an imported issue's log): the title names the primary error type and where it failed, the
+    error is that type, the message the redacted excerpt; ``name`` stands for the log in a title
+    that finds no error type. ``compiled``: the KB's signatures, built once for many logs."""
+    from kbgen.triage import draft_from_text
+
+    log = draft_from_text(text, kb, name, compiled)
+    return NewBug(title=log.title, error=log.error, message=log.message)
 
 
 def steps_from(diagnostics: list[Any]) -> list[ProgressStep]:

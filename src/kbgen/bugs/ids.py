@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +52,27 @@ def _aliases_block(text: str) -> str:
     return match.group(1) if match else ""
 
 
-def _candidates(day: dt.date, taken: set[str]) -> Any:
+def id_parts(bug_id: str) -> tuple[str, int] | None:
+    """``BUG-20251109-002`` -> ``("20251109", 2)``; None for what is not a bug id."""
+    match = re.fullmatch(BUG_ID_RE, bug_id)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def make_id(prefix: str, number: int) -> str:
+    """The id of ``number`` on the day ``prefix`` (YYYYMMDD) stamps: at least three digits."""
+    return f"BUG-{prefix}-{number:03d}"
+
+
+def next_id(day: dt.date, taken: Iterable[str]) -> str:
+    """The id after every id of ``day`` in ``taken`` (an id freed below the top is not reused)."""
     prefix = stamp(day)
-    used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == prefix]
-    start = max(used, default=0) + 1
+    return make_id(prefix, max((p[1] for t in taken if (p := id_parts(t)) and p[0] == prefix), default=0) + 1)
+
+
+def _candidates(day: dt.date, taken: set[str]) -> Iterator[str]:
+    prefix, start = id_parts(next_id(day, taken)) or (stamp(day), 1)
     for number in range(start, start + _MAX_TRIES):
-        yield f"BUG-{prefix}-{number:03d}"
+        yield make_id(prefix, number)
 
 
 def slugify(title: str, words: int = 6) -> str:

@@ -153,15 +153,14 @@ class GithubImport:
         return _Ready(item.name, draft, report, filled, notes)
 
     def _draft(self, issue: Issue, notes: list[str]) -> tuple[BugDraft, ProbeReport | None, bool]:
-        from kbgen.bugs.create import NewBug, draft_bug
+        from kbgen.bugs.create import NewBug, draft_bug, draft_new_bug
         from kbgen.models import Severity
         from kbgen.redact import cut_head, redact_text
-        from kbgen.triage import draft_from_text
 
         values = form_values(issue.body or "")
         text = "\n".join(v for v in (values.get("message"), values.get("log")) if v).replace("\x00", "")
         name = f"issue #{issue.number}"
-        log = draft_from_text(text, self.kb, name, self.compiled) if text.strip() else None
+        log = draft_new_bug(self.kb, text, name=name, compiled=self.compiled) if text.strip() else None
         error = values.get("error", "").strip() or None
         if error not in self.kb.errors:
             error = log.error if log else None
