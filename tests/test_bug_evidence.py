@@ -10,13 +10,12 @@ import pytest
 
 from conftest import BUG_ID, add_keys, add_probe, frontmatter, invoke
 from kbgen import clock
-from kbgen.bugs import steps_from
+from kbgen.bugs.create import draft_new_bug, steps_from
+from kbgen.bugs.fill import step_verdict
 from kbgen.checks import CheckSyntaxError, parse_check
-from kbgen.fill import step_verdict
 from kbgen.models import ProbeStatus, StepState
 from kbgen.probes.report import ProbeResult
 from kbgen.store import find_project, load_kb
-from kbgen.triage import draft_from_log
 from probes_fixtures import PASS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -230,7 +229,7 @@ def test_a_fresh_bug_from_a_real_log_passes_validate_strict(kb_project: Path) ->
 @pytest.mark.usefixtures("base_layer")
 def test_titles_from_real_logs_name_where_it_failed(log: str, title: str) -> None:
     kb = load_kb(find_project(REPO))
-    assert draft_from_log(str(LOGS / log), kb).title == title
+    assert draft_new_bug(kb, (LOGS / log).read_text(encoding="utf-8"), name=log).title == title
 
 
 def test_progress_bars_and_what_prefixes_stay_out_of_title_and_message(tmp_path: Path) -> None:
@@ -240,7 +239,7 @@ def test_progress_bars_and_what_prefixes_stay_out_of_title_and_message(tmp_path:
         "terminate called after throwing an instance of 'c10::Error'\n"
         "  what():  CUDA error: an illegal memory access was encountered\n"
     )
-    draft = draft_from_log(str(log), load_kb(find_project(REPO)))
+    draft = draft_new_bug(load_kb(find_project(REPO)), log.read_text(encoding="utf-8"), name=log.name)
     assert "it/s" not in draft.message and "what():" not in draft.message
     assert not draft.title.startswith("what")
 

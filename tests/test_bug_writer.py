@@ -10,9 +10,9 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 
+from kbgen.bugs.roundtrip import compose, key_order
 from kbgen.cli import cli
 from kbgen.models import Bug
-from kbgen.roundtrip import compose, key_order
 from kbgen.store import find_project, load_kb
 
 ERROR = "cuda-illegal-memory-access"
@@ -333,7 +333,7 @@ def test_a_broken_project_template_names_its_line_and_writes_nothing(kb_project:
 
 def test_new_bug_and_the_site_share_one_template_search_path(kb_project: Path) -> None:
     """A project's templates/ overrides kbgen's for new-bug as it does for the site's pages."""
-    from kbgen.bugfile import body_template
+    from kbgen.bugs.body import body_template
     from kbgen.site import render
 
     (kb_project / "templates").mkdir()

@@ -25,7 +25,14 @@ OLDEST_NODE_PYTHON = (3, 8)
 #: judge_host takes the verdict type and the cause ids from judge
 KNOWN_LOOPS = [["kbgen.judge", "kbgen.judge_host"]]
 #: modules below the site: what they hold is shown by the site, never the other way round
-BELOW_SITE = ("kbgen.fleet", "kbgen.kinds", "kbgen.links", "kbgen.models", "kbgen.store", "kbgen.leftovers")
+BELOW_SITE = (
+    "kbgen.fleet",
+    "kbgen.kinds",
+    "kbgen.links",
+    "kbgen.models",
+    "kbgen.store",
+    "kbgen.bugs.leftovers",
+)
 
 
 def _module(path: Path) -> str:

@@ -49,17 +49,17 @@ def test_merge_duplicates_are_caught_and_renumbered(kb_project: Path) -> None:
 def test_renumber_leaves_a_file_edited_meanwhile_alone(
     kb_project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kbgen.bugs
+    import kbgen.bugs.renumber
 
     bug = kb_project / "kb/bugs/BUG-20251109-002.md"
-    claim = kbgen.bugs.claim_id
+    claim = kbgen.bugs.renumber.claim_id
 
     def claim_then_edit(*args: object, **kwargs: object) -> tuple[str, Path]:
         result = claim(*args, **kwargs)  # type: ignore[arg-type]
         bug.write_text(bug.read_text() + "\nAn edit made while renumbering.\n")
         return result
 
-    monkeypatch.setattr(kbgen.bugs, "claim_id", claim_then_edit)
+    monkeypatch.setattr(kbgen.bugs.renumber, "claim_id", claim_then_edit)
     code, out = run("renumber", "BUG-20251109-002")
     assert code == 1
     assert out == (

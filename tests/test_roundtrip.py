@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import edit
+from kbgen.bugs.roundtrip import save_changes
 from kbgen.errors import EntryError
 from kbgen.models import Bug
-from kbgen.roundtrip import save_changes
 from kbgen.store import read_source
 
 

@@ -1,4 +1,4 @@
-"""The functions other commands build on: signature_problems, without_anchors, draft_from_log."""
+"""The functions other commands build on: signature_problems, without_anchors, draft_from_text."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from kbgen.errors import KbgenError
 from kbgen.store import Kb, find_project, load_kb
-from kbgen.triage import LogDraft, draft_from_log, signature_problems
+from kbgen.triage import LogDraft, draft_from_text, signature_problems
 from kbgen.triage.signatures import without_anchors
 
 OOM = """\
@@ -107,13 +107,18 @@ def _project(make_tree: Callable[[dict[str, str | bytes]], Path], **logs: str) -
     return make_tree(files)
 
 
-def test_draft_from_log_picks_error_title_and_redacted_excerpt(
+def _draft(log: Path, kb: Kb) -> LogDraft:
+    """The draft ``kbgen new-bug --from-log`` starts from, of the log as it reads it."""
+    return draft_from_text(log.read_text(encoding="utf-8"), kb, str(log))
+
+
+def test_draft_from_text_picks_error_title_and_redacted_excerpt(
     make_tree: Callable[[dict[str, str | bytes]], Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", "/home/alice")
     root = _project(make_tree, train=TRACEBACK)
     kb = load_kb(find_project(root))
-    draft = draft_from_log(str(root / "logs/train.log"), kb)
+    draft = _draft(root / "logs/train.log", kb)
     assert draft == LogDraft(
         title="CUDA illegal memory access in bce_loss.py:31 (forward)",
         error="cuda-illegal-memory-access",
@@ -127,14 +132,14 @@ def test_draft_from_log_picks_error_title_and_redacted_excerpt(
     )
 
 
-def test_draft_from_log_redacts_secrets_in_the_excerpt(
+def test_draft_from_text_redacts_secrets_in_the_excerpt(
     make_tree: Callable[[dict[str, str | bytes]], Path],
 ) -> None:
     log = "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 python train.py\n" + TRACEBACK.replace(
         "CUDA kernel errors", "token=s3cr3tvalue99 CUDA kernel errors"
     )
     root = _project(make_tree, train=log)
-    draft = draft_from_log(str(root / "logs/train.log"), find_kb(root))
+    draft = _draft(root / "logs/train.log", find_kb(root))
     assert "s3cr3tvalue99" not in draft.message
     assert "token=<redacted>" in draft.message
 
@@ -143,12 +148,12 @@ def find_kb(root: Path) -> Kb:
     return load_kb(find_project(root))
 
 
-def test_draft_from_log_without_a_match_keeps_the_log_tail(
+def test_draft_from_text_without_a_match_keeps_the_log_tail(
     make_tree: Callable[[dict[str, str | bytes]], Path],
 ) -> None:
     log = "starting\nloading shards\nValueError: checkpoint has no key 'encoder.weight' secret=hunter2222\n"
     root = _project(make_tree, other=log)
-    draft = draft_from_log(str(root / "logs/other.log"), find_kb(root))
+    draft = _draft(root / "logs/other.log", find_kb(root))
     assert draft.error is None
     assert draft.title == "ValueError: checkpoint has no key 'encoder.weight' secret=<redacted>"
     assert draft.message == (
@@ -156,7 +161,7 @@ def test_draft_from_log_without_a_match_keeps_the_log_tail(
     )
 
 
-def test_draft_from_log_bounds_the_excerpt(make_tree: Callable[[dict[str, str | bytes]], Path]) -> None:
+def test_draft_from_text_bounds_the_excerpt(make_tree: Callable[[dict[str, str | bytes]], Path]) -> None:
     frames = "".join(f'  File "lib{i}.py", line {i}, in f{i}\n    {"x" * 300}\n' for i in range(400))
     log = (
         "Traceback (most recent call last):\n"
@@ -164,13 +169,13 @@ def test_draft_from_log_bounds_the_excerpt(make_tree: Callable[[dict[str, str | 
         + "RuntimeError: CUDA out of memory. Tried to allocate 2 GiB\n"
     )
     root = _project(make_tree, big=log)
-    draft = draft_from_log(str(root / "logs/big.log"), find_kb(root))
+    draft = _draft(root / "logs/big.log", find_kb(root))
     assert draft.error == "cuda-out-of-memory"
     assert len(draft.message) <= 8000
     assert draft.message.endswith("RuntimeError: CUDA out of memory. Tried to allocate 2 GiB")
 
 
-def test_draft_from_log_refuses_an_empty_log(make_tree: Callable[[dict[str, str | bytes]], Path]) -> None:
+def test_draft_from_text_refuses_an_empty_log(make_tree: Callable[[dict[str, str | bytes]], Path]) -> None:
     root = _project(make_tree, empty="\n  \n")
     with pytest.raises(KbgenError, match=r"empty\.log: the log is empty"):
-        draft_from_log(str(root / "logs/empty.log"), find_kb(root))
+        _draft(root / "logs/empty.log", find_kb(root))

@@ -135,12 +135,12 @@ BUG = "BUG-20251109-002"
 
 def interrupt_renumber(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stop `kbgen renumber` between writing the new file and removing the old one (Ctrl+C)."""
-    import kbgen.bugs
+    import kbgen.bugs.renumber
 
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(kbgen.bugs, "_remove_old", interrupted)
+    monkeypatch.setattr(kbgen.bugs.renumber, "_remove_old", interrupted)
 
 
 def test_an_interrupted_renumber_is_reported_and_finished_by_running_it_again(

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import KBGEN, PATIENCE, run
 from kbgen import fileio
-from kbgen.bugedit import set_status
+from kbgen.bugs.edit import set_status
 from kbgen.models import Status
 from kbgen.store import Entry, find_project, load_kb
 
@@ -94,8 +94,8 @@ def test_an_editor_save_between_read_and_write_is_still_caught(kb_project: Path)
     entry = load_kb(find_project()).bugs[BUG_ID]
     path = kb_project / BUG_PATH
     path.write_text(path.read_text() + "\nSaved by an editor.\n")
+    from kbgen.bugs.roundtrip import save_changes
     from kbgen.errors import ConflictError
-    from kbgen.roundtrip import save_changes
 
     with pytest.raises(ConflictError, match="changed on disk since kbgen read it; nothing was written"):
         save_changes(entry.source, {"status": Status.fixed})

@@ -163,7 +163,7 @@ def _check_free(kb: Kb, error_id: str) -> None:
 
 
 def _render(error_id: str, title: str, line: str, regex: str, source: str) -> str:
-    from kbgen.roundtrip import dump_keys
+    from kbgen.bugs.roundtrip import dump_keys
 
     front: dict[str, Any] = {
         "id": error_id,

@@ -19,10 +19,10 @@ from typing import Any, Generic, Protocol, overload
 from pydantic import ValidationError
 
 from kbgen import layers
+from kbgen.bugs.leftovers import set_aside_leftovers
 from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
 from kbgen.fileio import MAX_ENTRY_BYTES, Unreadable, atomic_write, read_limited
 from kbgen.kinds import BUG, CAUSE, ERROR, FIX, KINDS, KNOWLEDGE, R, RecordKind
-from kbgen.leftovers import set_aside_leftovers
 from kbgen.models import BUG_ID_RE, SLUG_RE, Bug, ErrorType, Fix, Record, RootCause
 from kbgen.yamlio import FrontmatterError, Parsed, parse_document, validation_problems
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -268,25 +267,10 @@ def _no_gpu_failure(loaded: Any, report: Any, text: str) -> bool:
 
 def _new_bug(ctx: click.Context, loaded: Any, text: str) -> str:
     """The `new-bug --from-log` path, on the kept output."""
-    from kbgen.bugs import NewBug, create_bug
-    from kbgen.cli.core import _bug_template, _fill_from_log
-    from kbgen.models import Severity
+    from kbgen.bugs.create import create_bug, draft_new_bug
+    from kbgen.cli.common import bug_template
 
-    with tempfile.TemporaryDirectory(prefix="kbgen-run-") as folder:
-        log = Path(folder) / "output.log"
-        log.write_text(text, encoding="utf-8")
-        opts: dict[str, Any] = {"from_log": str(log), "title": None, "error_id": None, "message": None}
-        _fill_from_log(opts, loaded)
-    new = NewBug(
-        title=opts["title"] or "A run failed",
-        severity=Severity.medium,
-        error=opts["error_id"] or None,
-        tags=[],
-        assignee=None,
-        message=opts["message"],
-        repro=None,
-        date=None,
-    )
-    bug_id, path = create_bug(loaded, new, template=_bug_template(project_of(ctx)))
+    new = draft_new_bug(loaded, text, name="the command's output")
+    bug_id, path = create_bug(loaded, new, template=bug_template(project_of(ctx)))
     click.echo(f"{bug_id} {loaded.project.rel(path)}", err=True)
     return bug_id

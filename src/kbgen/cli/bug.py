@@ -163,7 +163,7 @@ def status(ctx: click.Context, /, bug_id: str, new_status: str, **opts: Any) -> 
       kbgen status BUG-20251109-002 fixed --cause out-of-range-labels-or-indices \\
           --fix validate-labels-and-indices --note "labels clamped in the dataset"
     """
-    from kbgen.bugedit import set_status
+    from kbgen.bugs.edit import set_status
     from kbgen.models import AttemptOutcome, Status
 
     if opts["outcome"] and not opts["fix_id"]:
@@ -211,7 +211,7 @@ def fix(ctx: click.Context, bug_id: str, fix_id: str, outcome: str, note: str | 
     Example:
       kbgen fix BUG-20251109-002 enable-sync-debugging --outcome failed --note "still fails at the loss"
     """
-    from kbgen.bugedit import record_fix
+    from kbgen.bugs.edit import record_fix
     from kbgen.models import AttemptOutcome
 
     kb = load_clean_kb(ctx)
@@ -235,7 +235,7 @@ def step(ctx: click.Context, bug_id: str, step_id: str, state: str, note: str | 
     Example:
       kbgen step BUG-20251109-002 index-ranges done --note "labels in [0, 1] for the failing batch"
     """
-    from kbgen.bugedit import set_step
+    from kbgen.bugs.edit import set_step
 
     kb = load_clean_kb(ctx)
     entry = kb.resolve_bug(bug_id)
@@ -252,7 +252,7 @@ def migrate(ctx: click.Context) -> None:
     machine; facts beyond the key ones go to kb/bugs/BUG-ID/env-*.json) and copies from the
     error type what decides each checklist step. States, notes and the report text are kept.
     """
-    from kbgen.bugedit import migrate_bug
+    from kbgen.bugs.edit import migrate_bug
     from kbgen.store import load_kb
 
     kb = load_kb(project_of(ctx))

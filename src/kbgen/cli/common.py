@@ -12,6 +12,7 @@ from kbgen.kinds import BUG, ERROR
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
+    from kbgen.bugs.body import BodyTemplate
     from kbgen.store import Kb, Project
 
 
@@ -82,3 +83,13 @@ def complete_probe_ids(ctx: click.Context, param: click.Parameter, incomplete: s
     builtin = Path(kbgen.__file__).parent / "probes" / "builtin"
     names = [p.stem.replace("_", "-") for p in builtin.glob("*.py") if not p.name.startswith("_")]
     return _items(sorted({*names, *_ids_in(ctx, "probes", ".py")}), incomplete)
+
+
+def bug_template(project: Project) -> BodyTemplate:
+    """The body template of a new bug (templates/bug.md.j2); an old one with frontmatter says so."""
+    from kbgen.bugs.body import body_template
+
+    loaded = body_template(project.root)
+    if loaded.notice:
+        click.echo(f"warning: {loaded.notice}", err=True)
+    return loaded

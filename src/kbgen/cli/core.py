@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgen.cli.common import complete_bug_ids, complete_error_ids, load_clean_kb, one_line, project_of
+from kbgen.cli.common import (
+    bug_template,
+    complete_bug_ids,
+    complete_error_ids,
+    load_clean_kb,
+    one_line,
+    project_of,
+)
 from kbgen.kinds import BUG, KINDS
 from kbgen.vocab import Severity, Status
 
@@ -166,12 +173,11 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
       kbgen new-bug --title "Illegal memory access in BCE loss" --error cuda-illegal-memory-access
       python train.py 2>&1 | tail -200 > crash.log; kbgen new-bug --from-log crash.log
     """
-    from kbgen.bugs import NewBug, create_bug, parse_date
+    from kbgen.bugs.create import NewBug, create_bug, parse_date
     from kbgen.models import Severity
 
     kb = load_clean_kb(ctx)
-    if opts["from_log"]:
-        _fill_from_log(opts, kb)
+    log = _fill_from_log(opts, kb) if opts["from_log"] else None
     from kbgen.seen.newbug import duplicate_target, warn_if_known
 
     target = duplicate_target(kb, opts["duplicate_of"])
@@ -189,9 +195,9 @@ def new_bug(ctx: click.Context, /, **opts: Any) -> None:
         date=parse_date(opts["day"]) if opts["day"] else None,
         duplicate_of=target,
     )
-    bug_id, path = create_bug(kb, new, template=_bug_template(kb.project))
-    if opts["from_log"] and opts["from_log"] != "-":
-        _add_pasted_environment(opts["from_log"], path, kb)
+    bug_id, path = create_bug(kb, new, template=bug_template(kb.project))
+    if log is not None and opts["from_log"] != "-":
+        _add_pasted_environment(*log, path, kb)
     if opts["as_json"]:
         click.echo(json.dumps({"id": bug_id, "path": kb.project.rel(path)}))
     else:
@@ -208,21 +214,24 @@ def has_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _fill_from_log(opts: dict[str, Any], kb: Any) -> None:
-    from kbgen.triage import draft_from_log
+def _fill_from_log(opts: dict[str, Any], kb: Any) -> tuple[str, str]:
+    """Take what the options leave empty (title, error, message) from the log; ``(text, name)``
+    of the log, read once (a long one: its first and last 8 MiB)."""
+    from kbgen.bugs.create import draft_new_bug
+    from kbgen.envreport.rank import source_text
 
-    draft = draft_from_log(opts["from_log"], kb)
+    text, name = source_text(opts["from_log"], refuse_binary=False)
+    draft = draft_new_bug(kb, text, name=name)
     opts["title"] = opts["title"] or draft.title
     opts["error_id"] = opts["error_id"] or draft.error
     opts["message"] = opts["message"] or draft.message
+    return text, name
 
 
-def _add_pasted_environment(log: str, path: Path, kb: Any) -> None:
+def _add_pasted_environment(text: str, name: str, path: Path, kb: Any) -> None:
     """The environment the log shows (collect_env, nvidia-smi, ...), as the bug's pasted environment."""
     from kbgen.envreport.pasted import add_pasted, pasted_environment
-    from kbgen.envreport.rank import source_text
 
-    text, name = source_text(log)
     env = pasted_environment(text, f"pasted in {Path(name).name}")
     if env is not None:
         add_pasted(path, kb.project, env)
@@ -249,16 +258,6 @@ def _ask_for_missing(opts: dict[str, Any], kb: Any) -> None:
         )
     if not opts["severity"]:
         opts["severity"] = click.prompt("Severity", default="medium", type=click.Choice(SEVERITIES))
-
-
-def _bug_template(project: Any) -> Any:
-    """The body template of a new bug (templates/bug.md.j2); an old one with frontmatter says so."""
-    from kbgen.bugfile import body_template
-
-    loaded = body_template(project.root)
-    if loaded.notice:
-        click.echo(f"warning: {loaded.notice}", err=True)
-    return loaded
 
 
 # --------------------------------------------------------------------------- list
@@ -351,8 +350,8 @@ def renumber(ctx: click.Context, bug_id: str, day: str | None) -> None:
       kbgen renumber BUG-20251109-002                    # the next free id of the same day
       kbgen renumber BUG-20251109-002 --date 2025-11-10  # a free id of another day
     """
-    from kbgen.bugs import parse_date
-    from kbgen.bugs import renumber as do_renumber
+    from kbgen.bugs.create import parse_date
+    from kbgen.bugs.renumber import renumber as do_renumber
     from kbgen.store import load_kb
 
     kb = load_kb(project_of(ctx))

@@ -74,15 +74,14 @@ def import_reports(ctx: click.Context, paths: tuple[str, ...], dry_run: bool, gi
 
 
 def _import_github(ctx: click.Context, source: str, dry_run: bool) -> None:
-    from kbgen.cli.common import load_clean_kb, one_line
-    from kbgen.cli.core import _bug_template
+    from kbgen.cli.common import bug_template, load_clean_kb, one_line
     from kbgen.importer.github import GithubImport
     from kbgen.importer.issues import read_issue_list
 
     items = read_issue_list(source)
     kb = load_clean_kb(ctx)
     refused = 0
-    for done in GithubImport(kb, _bug_template(kb.project)).run(items, dry_run=dry_run):
+    for done in GithubImport(kb, bug_template(kb.project)).run(items, dry_run=dry_run):
         if done.state == "refused":
             refused += 1
             click.echo(f"{done.name}: not imported: {one_line(done.message)}", err=True)

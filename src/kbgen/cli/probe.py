@@ -201,7 +201,7 @@ def _run(
     fill = None
     if bug_id is not None:
         assert project is not None
-        from kbgen.fill import plan_fill
+        from kbgen.bugs.fill import plan_fill
         from kbgen.store import load_kb
 
         kb = load_kb(project)
@@ -228,8 +228,8 @@ def _run_live(session: ProbeSession, chosen: list[ProbeSpec]) -> ProbeRun:
 
 def _fill_from_fleet(ctx: click.Context, node: str, bug_id: str | None, as_json: bool, primary: bool) -> None:
     """Fill a bug from a node's newest fleet report: the facts of the machine that failed."""
+    from kbgen.bugs.fill import plan_fill
     from kbgen.errors import KbgenError
-    from kbgen.fill import plan_fill
     from kbgen.fleet.store import node_report
     from kbgen.probes.discovery import scan
     from kbgen.store import load_kb
@@ -286,8 +286,8 @@ def _fill(
     entry: Entry[Bug], plan: Any, fixes: Any, report: ProbeReport, as_json: bool, primary: bool
 ) -> None:
     from kbgen import clock
+    from kbgen.bugs.fill import fill_bug
     from kbgen.errors import ConflictError
-    from kbgen.fill import fill_bug
 
     try:
         outcome = fill_bug(

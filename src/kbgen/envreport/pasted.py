@@ -40,7 +40,7 @@ def pasted_environment(text: str, source: str) -> Environment | None:
 
 def add_pasted(path: Path, project: Project, env: Environment) -> bool:
     """Add ``env`` to the bug at ``path`` (once per source); True when the file changed."""
-    from kbgen.bugedit import save_bug
+    from kbgen.bugs.edit import save_bug
     from kbgen.kinds import BUG
     from kbgen.store import read_entry
 

@@ -141,8 +141,9 @@ class _Chain(io.RawIOBase):
         return len(chunk)
 
 
-def source_text(source: str) -> tuple[str, str]:
-    """``(text, name)`` of a file or ``-``: all of it, or its first and last 8 MiB."""
+def source_text(source: str, *, refuse_binary: bool = True) -> tuple[str, str]:
+    """``(text, name)`` of a file or ``-``: all of it, or its first and last 8 MiB.
+    ``refuse_binary=False``: the caller's scan refuses a binary file (the triage, for a log)."""
     import sys
 
     from kbgen.errors import KbgenError
@@ -158,6 +159,6 @@ def source_text(source: str) -> tuple[str, str]:
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
-    if b"\x00" in head[:8192]:
+    if refuse_binary and b"\x00" in head[:8192]:
         raise KbgenError(f"{name}: looks like a binary file, not a text report")
     return (head + (b"\n" + tail if tail else b"")).decode("utf-8", errors="replace"), name

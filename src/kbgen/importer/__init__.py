@@ -11,7 +11,6 @@ unfilled next to the real content loses only the sections that say nothing but p
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from kbgen.importer.markdown import (
     parse_sections,
     repair_mojibake,
 )
-from kbgen.models import BUG_ID_RE, Bug, Environment, Event, EventKind
+from kbgen.models import Bug, Environment, Event, EventKind
 from kbgen.redact import redact_text
 from kbgen.store import Kb
 
@@ -56,7 +55,7 @@ class Draft:
 
     def render(self, bug_id: str) -> str:
         """The bug file's text under ``bug_id``, written as every bug file is (see roundtrip.compose)."""
-        from kbgen.roundtrip import compose
+        from kbgen.bugs.roundtrip import compose
 
         return compose(Bug.model_validate({"id": bug_id, **self.values}), self.body)
 
@@ -118,7 +117,7 @@ def draft_report(path: Path, kb: Kb) -> Draft:
     if message := message_of(sections):
         values["message"] = message
         if error := error_type_of(message, kb, notes):
-            from kbgen.bugs import progress_from
+            from kbgen.bugs.create import progress_from
 
             values["error"] = error
             if steps := progress_from(kb, error):
@@ -193,7 +192,7 @@ class ImportOutcome:
 
 def import_report(path: Path, kb: Kb, *, dry_run: bool = False) -> ImportOutcome:
     """Import one report into kb/bugs/ (or, with ``dry_run``, say what would be written)."""
-    from kbgen.bugs import claim_id, slugify, taken_ids
+    from kbgen.bugs.ids import claim_id, next_id, slugify, taken_ids
 
     try:
         draft = draft_report(path, kb)
@@ -209,7 +208,7 @@ def import_report(path: Path, kb: Kb, *, dry_run: bool = False) -> ImportOutcome
             path, "exists", draft.bug_id, holder, f"{draft.bug_id} already exists{where}", draft
         )
     if dry_run:
-        bug_id = draft.bug_id or _next_id(draft.day or clock.now().date(), taken)
+        bug_id = draft.bug_id or next_id(draft.day or clock.now().date(), taken)
         return ImportOutcome(path, "would-write", bug_id, folder / f"{bug_id}-{slug}.md", draft=draft)
     if draft.bug_id is None:
         bug_id, written = claim_id(kb.project, draft.day or clock.now().date(), draft.render, slug)
@@ -218,11 +217,18 @@ def import_report(path: Path, kb: Kb, *, dry_run: bool = False) -> ImportOutcome
 
 
 def _write_as(draft: Draft, bug_id: str, target: Path, kb: Kb) -> ImportOutcome:
+    """Write the report under the id it names, holding kb/bugs' lock as :func:`claim_id` does, so
+    no new bug takes that id (as its name or an alias) between the check and the write."""
+    from kbgen.bugs.ids import taken_ids
+    from kbgen.fileio import locked_folder
     from kbgen.store import atomic_write, encode
 
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, encode(draft.render(bug_id)), exclusive=True)
+        with locked_folder(target.parent):
+            if bug_id in taken_ids(kb.project):
+                raise FileExistsError(target)
+            atomic_write(target, encode(draft.render(bug_id)), exclusive=True)
     except FileExistsError:
         return ImportOutcome(
             draft.source, "exists", bug_id, target, f"{kb.project.rel(target)} already exists", draft
@@ -230,11 +236,3 @@ def _write_as(draft: Draft, bug_id: str, target: Path, kb: Kb) -> ImportOutcome:
     except OSError as exc:
         return ImportOutcome(draft.source, "error", message=f"{target}: cannot write: {exc.strerror}")
     return ImportOutcome(draft.source, "written", bug_id, target, draft=draft)
-
-
-def _next_id(day: dt.date, taken: set[str]) -> str:
-    from kbgen.bugs import stamp
-
-    prefix = stamp(day)
-    used = [int(m.group(2)) for t in taken if (m := re.fullmatch(BUG_ID_RE, t)) and m.group(1) == prefix]
-    return f"BUG-{prefix}-{max(used, default=0) + 1:03d}"

@@ -1,4 +1,4 @@
-"""Bug ids for many new bugs in a row, as :func:`kbgen.bugs.claim_id` gives one.
+"""Bug ids for many new bugs in a row, as :func:`kbgen.bugs.ids.claim_id` gives one.
 
 ``claim_id`` reads every file of kb/bugs/ for the ids in use each time it is called: right for
 one bug, quadratic for an import of thousands. :class:`IdClaims` reads them once, and afterwards
@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from kbgen.bugs import ids_in_file, stamp
+from kbgen.bugs.ids import id_parts, ids_in_file, make_id, stamp
 from kbgen.errors import KbgenError
 from kbgen.fileio import locked_folder
-from kbgen.models import BUG_ID_RE
 from kbgen.store import Project, entry_files
 
 
@@ -43,21 +41,21 @@ class IdClaims:
             yield self
 
     def _take(self, bug_id: str) -> None:
-        if match := re.fullmatch(BUG_ID_RE, bug_id):
-            self._top[match.group(1)] = max(self._top.get(match.group(1), 0), int(match.group(2)))
+        if parts := id_parts(bug_id):
+            self._top[parts[0]] = max(self._top.get(parts[0], 0), parts[1])
 
     def next_id(self, day: dt.date) -> str:
         """The id after every id of ``day`` in use, now taken."""
         prefix = stamp(day)
-        bug_id = f"BUG-{prefix}-{self._top.get(prefix, 0) + 1:03d}"
+        bug_id = make_id(prefix, self._top.get(prefix, 0) + 1)
         self._take(bug_id)
         return bug_id
 
     def release(self, bug_id: str) -> None:
         """Give back the id :meth:`next_id` just gave (nothing was written under it)."""
-        match = re.fullmatch(BUG_ID_RE, bug_id)
-        if match and self._top.get(match.group(1)) == int(match.group(2)):
-            self._top[match.group(1)] -= 1
+        parts = id_parts(bug_id)
+        if parts and self._top.get(parts[0]) == parts[1]:
+            self._top[parts[0]] -= 1
 
     def written(self, path: Path) -> None:
         """``path`` was created under an id from :meth:`next_id`: its ids are known."""

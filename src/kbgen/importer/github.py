@@ -36,8 +36,8 @@ from kbgen.importer.issues import Issue, Listed
 from kbgen.store import Kb
 
 if TYPE_CHECKING:
-    from kbgen.bugfile import BodyTemplate
-    from kbgen.bugs import BugDraft
+    from kbgen.bugs.body import BodyTemplate
+    from kbgen.bugs.create import BugDraft
     from kbgen.models import Bug
     from kbgen.probes.report import ProbeReport
 
@@ -153,15 +153,14 @@ class GithubImport:
         return _Ready(item.name, draft, report, filled, notes)
 
     def _draft(self, issue: Issue, notes: list[str]) -> tuple[BugDraft, ProbeReport | None, bool]:
-        from kbgen.bugs import NewBug, draft_bug
+        from kbgen.bugs.create import NewBug, draft_bug, draft_new_bug
         from kbgen.models import Severity
         from kbgen.redact import cut_head, redact_text
-        from kbgen.triage import draft_from_text
 
         values = form_values(issue.body or "")
         text = "\n".join(v for v in (values.get("message"), values.get("log")) if v).replace("\x00", "")
         name = f"issue #{issue.number}"
-        log = draft_from_text(text, self.kb, name, self.compiled) if text.strip() else None
+        log = draft_new_bug(self.kb, text, name=name, compiled=self.compiled) if text.strip() else None
         error = values.get("error", "").strip() or None
         if error not in self.kb.errors:
             error = log.error if log else None
@@ -230,8 +229,8 @@ class GithubImport:
 
     def _write_reports(self, folder: Path, reports: list[tuple[ProbeReport, str]]) -> None:
         """Each pasted report beside its bug, as ``probe --fill`` keeps the report it fills from."""
+        from kbgen.bugs.fill import python_label, report_name
         from kbgen.fileio import create_files
-        from kbgen.fill import python_label, report_name
 
         files = []
         for report, bug_id in reports:
@@ -251,7 +250,7 @@ class _Fill:
         self.report = report
 
     def __call__(self, bug: Bug) -> Bug:
-        from kbgen.fill import compute_changes, plan_fill
+        from kbgen.bugs.fill import compute_changes, plan_fill
 
         plan = plan_fill(self.run.kb, bug, self.run.specs)
         changes = compute_changes(bug, plan, self.report, now=self.run.now, by=self.run.by)

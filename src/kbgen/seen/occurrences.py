@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
-from kbgen.bugedit import _event, save_bug
+from kbgen.bugs.edit import _event, save_bug
 from kbgen.models import CLOSED_STATUSES, EventKind, Status
 from kbgen.redact import redact_text
 from kbgen.seen.records import Occurrence

@@ -43,7 +43,7 @@ def seen_before(kb: Kb, report: TriageReport, file_bug: bool, ran: tuple[list[st
                 return True
         except click.Abort:
             return True
-    from kbgen.bugedit import set_status
+    from kbgen.bugs.edit import set_status
     from kbgen.models import Status
 
     set_status(kb, entry, Status.open, f"reopened by kbgen run: the crash came back after {bug.status.value}")

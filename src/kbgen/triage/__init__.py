@@ -47,7 +47,6 @@ __all__ = [
     "Match",
     "TriageReport",
     "compile_signatures",
-    "draft_from_log",
     "draft_from_text",
     "signature_problems",
     "triage_log",
@@ -305,15 +304,10 @@ _LINE_PREFIX = re2.compile(
 )
 
 
-def draft_from_log(source: str, kb: Kb) -> LogDraft:
-    """A bug draft from a log: the primary error type, a title naming where it failed, and a
-    redacted error excerpt (progress bars left out). Text is redacted before it is cut."""
-    return _draft(triage_log(source, kb))
-
-
-def draft_from_text(text: str, kb: Kb, name: str, compiled: Compiled) -> LogDraft:
-    """:func:`draft_from_log` for a log held in memory, with signatures compiled once
-    (``kbgen import --github`` drafts thousands of bugs from one KB)."""
+def draft_from_text(text: str, kb: Kb, name: str, compiled: Compiled | None = None) -> LogDraft:
+    """A bug draft from a log held in memory: the primary error type, a title naming where it
+    failed, and a redacted error excerpt (progress bars left out). Text is redacted before it is
+    cut. ``compiled``: signatures compiled once (``kbgen import --github`` drafts thousands)."""
     return _draft(triage_text(text, kb, name, compiled))
 
 

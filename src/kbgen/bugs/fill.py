@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbgen.bugedit import save_bug
-from kbgen.bugs import steps_from
+from kbgen.bugs.create import steps_from
+from kbgen.bugs.edit import save_bug
+from kbgen.bugs.roundtrip import save_changes
 from kbgen.checks import parse_check
 from kbgen.errors import ConflictError, ProbeError
 from kbgen.keyfacts import KEY_FACT_KEYS
@@ -49,7 +50,6 @@ from kbgen.models import (
     StepState,
 )
 from kbgen.reproduce import STEP_ID, cannot_reproduce, cuda_error, gpu_step
-from kbgen.roundtrip import save_changes
 
 if TYPE_CHECKING:
     from kbgen.models import Fix

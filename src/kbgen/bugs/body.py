@@ -1,7 +1,7 @@
 """The text of a new bug file: the frontmatter from the Bug's fields, the body from ``bug.md.j2``.
 
 ``kbgen new-bug`` (and ``import --github``, ``adopt``) write the file with
-:func:`kbgen.roundtrip.compose`, the writer ``kbgen import`` and every update use, so a field set
+:func:`kbgen.bugs.roundtrip.compose`, the writer ``kbgen import`` and every update use, so a field set
 on the record is written the same way by all of them. ``templates/bug.md.j2`` holds only the
 Markdown body (:meth:`BodyTemplate.body`); it is found like the site's page templates (the
 project's ``templates/`` first, then kbgen's) and rendered by the site's Jinja environment, with

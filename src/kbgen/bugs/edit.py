@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
+from kbgen.bugs.roundtrip import REMOVE, update_entry
 from kbgen.errors import KbgenError, UnknownIdError
 from kbgen.keyfacts import KEY_FACT_KEYS
 from kbgen.kinds import CAUSE, FIX, RecordKind
@@ -30,7 +31,6 @@ from kbgen.models import (
     legacy_environment,
 )
 from kbgen.redact import redact_text
-from kbgen.roundtrip import REMOVE, update_entry
 
 if TYPE_CHECKING:
     from kbgen.store import Entry, Kb
@@ -158,7 +158,7 @@ def checklist(kb: Kb, bug: Bug) -> list[ProgressStep]:
     """The bug's checklist, or its error type's steps when it has none yet."""
     if bug.progress or not bug.error or bug.error not in kb.errors:
         return list(bug.progress)
-    from kbgen.bugs import steps_from
+    from kbgen.bugs.create import steps_from
 
     return steps_from(kb.errors[bug.error].record.diagnostics)
 
