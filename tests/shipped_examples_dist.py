@@ -54,6 +54,8 @@ EXAMPLES_DIST: dict[str, list[str]] = {
         "connect to [kubernetes.docker.internal]:12345 (system error: 10049 - unknown error).",
     ],
     "torchrun-child-failed": [
+        # https://github.com/microsoft/SoftTeacher/issues/42
+        '  msg: "Process failed with exitcode 1"',
         # https://github.com/Vision-CAIR/MiniGPT-4/issues/237
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
         # https://github.com/Vision-CAIR/MiniGPT-4/issues/237
@@ -84,6 +86,8 @@ EXAMPLES_DIST: dict[str, list[str]] = {
         "[2021-11-21 08:32:07,148] [INFO] [launch.py:131:sigkill_handler] Killing subprocess 250621",
     ],
     "serving-engine-died": [
+        # https://github.com/instructlab/instructlab/issues/3466
+        "vLLM failed to start.  Retry with --enable-serving-output to learn more about the failure.",
         # https://github.com/runpod-workers/worker-vllm/issues/276
         "(EngineCore_DP0 pid=469) ERROR 03-11 17:57:10 [multiproc_executor.py:783] "
         "WorkerProc failed to start.",

@@ -239,6 +239,14 @@ EXAMPLES: dict[str, list[str]] = {
         "kernel version 450.80.2 does not match DSO version 470.57.2 -- cannot find working devices",
     ],
     "cuda-not-available": [
+        # https://github.com/harryjo97/GDSS/issues/6
+        "  what():  HIP error: hipErrorNoDevice",
+        # https://github.com/junyanz/pytorch-CycleGAN-and-pix2pix/issues/660
+        "AttributeError: 'module' object has no attribute '_cuda_setDevice'",
+        # https://github.com/huggingface/autotrain-advanced/issues/382
+        "ValueError: No GPU/MPS device found. LLM training requires an accelerator",
+        # https://github.com/innnky/so-vits-svc/issues/50
+        "CPU training not allowed",
         # https://github.com/AUTOMATIC1111/stable-diffusion-webui/issues/759
         "AssertionError: Torch is not able to use GPU",
         # https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22
