@@ -39,22 +39,22 @@ def new_error(
       kbgen new-error --from-log train.log
       kbgen new-error --from-log train.log --id fused-adam-step-error --dry-run
     """
-    from kbgen.envreport.rank import triage_with_environment
+    from kbgen.envreport.rank import source_text
     from kbgen.errordraft import draft_error, write_draft
     from kbgen.errors import KbgenError
     from kbgen.store import load_kb
     from kbgen.triage import triage_text
 
     kb = load_clean_kb(ctx)
-    done = triage_with_environment(from_log, kb)
-    source = done.report.source
-    if done.report.matches and not anyway:
-        top = done.report.matches[0].error
+    text, source = source_text(from_log, refuse_binary=False)
+    matches = triage_text(text, kb, name=source).matches  # its environment is not needed here
+    if matches and not anyway:
+        top = matches[0].error
         raise KbgenError(
             f"{source}: kbgen names this error already: {top}",
             hint=f"`kbgen kb copy {top}` lets this project change that type; --anyway drafts a new one",
         )
-    draft = draft_error(kb, done.text, source, error_id=error_id, title=title)
+    draft = draft_error(kb, text, source, error_id=error_id, title=title)
     path = None if dry_run else write_draft(kb, draft)
     if as_json:
         shown = {"id": draft.id, "file": kb.project.rel(path) if path else None, "regex": draft.regex}
@@ -63,7 +63,7 @@ def new_error(
     if path is None:
         click.echo(draft.text, nl=False)
         return
-    named = triage_text(done.text, load_kb(kb.project), name=source).matches
+    named = triage_text(text, load_kb(kb.project), name=source).matches
     click.echo(f"wrote {kb.project.rel(path)}: a draft of the error type '{draft.id}'")
     click.echo(f"  signature: {draft.regex}")
     if named and named[0].error == draft.id:
