@@ -159,6 +159,7 @@ def bench_builds(root: Path, repeat: int) -> None:
 
 
 def bench_in_process(root: Path, edits: int) -> None:
+    from kbgen import templating
     from kbgen.site import pages, render
     from kbgen.store import Project, load_kb
 
@@ -170,7 +171,7 @@ def bench_in_process(root: Path, edits: int) -> None:
     start = time.perf_counter()
     site, _ = pages.load_site(project, today=today)
     checked = time.perf_counter() - start
-    env = render.make_environment(render.template_dirs(root))
+    env = render.make_environment(templating.template_dirs(root))
     cache = pages.PageCache()
     start = time.perf_counter()
     made = pages.generate(site, env, cache)

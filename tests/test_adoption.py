@@ -82,6 +82,21 @@ def test_a_project_record_overrides_the_base_one(project: Path) -> None:
     assert unknown.exit_code == 1 and "no base record 'no-such-thing'" in unknown.output
 
 
+def test_kb_copy_never_writes_through_what_is_at_the_name(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A dangling link where the copy would go: copying must not create the file it points at."""
+    outside = tmp_path_factory.mktemp("outside") / "planted.md"
+    errors = project / "kb" / "errors"
+    errors.mkdir(parents=True, exist_ok=True)
+    (errors / "cuda-out-of-memory.md").symlink_to(outside)
+    refused = invoke("kb", "copy", "cuda-out-of-memory")
+    assert refused.exit_code == 1, refused.output
+    assert "kb/errors/cuda-out-of-memory.md" in refused.output
+    assert not outside.exists()
+    assert (errors / "cuda-out-of-memory.md").is_symlink()
+
+
 def test_project_records_link_to_base_ones(project: Path) -> None:
     write_tree(
         project,
@@ -268,7 +283,7 @@ def test_run_reads_the_torchrun_error_file(project: Path, tmp_path: Path) -> Non
 
 
 def test_run_keeps_a_bounded_part_of_a_long_log() -> None:
-    from kbgen.runcmd import MATCHED_LINES, TAIL_LINES, Capture
+    from kbgen.run.command import MATCHED_LINES, TAIL_LINES, Capture
 
     capture = Capture()
     capture.feed(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")

@@ -333,13 +333,14 @@ def test_a_broken_project_template_names_its_line_and_writes_nothing(kb_project:
 
 def test_new_bug_and_the_site_share_one_template_search_path(kb_project: Path) -> None:
     """A project's templates/ overrides kbgen's for new-bug as it does for the site's pages."""
+    from kbgen import templating
     from kbgen.bugs.body import body_template
     from kbgen.site import render
 
     (kb_project / "templates").mkdir()
     (kb_project / "templates/bug.md.j2").write_text("## Ours\n", encoding="utf-8")
     loaded = body_template(kb_project)
-    env = render.make_environment(render.template_dirs(kb_project))
+    env = render.make_environment(templating.template_dirs(kb_project))
     assert Path(loaded.template.filename) == Path(env.get_template("bug.md.j2").filename)
     assert Path(loaded.template.filename).parent == (kb_project / "templates").resolve()
     _, path = new_bug("--title", "Loss NaN")

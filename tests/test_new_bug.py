@@ -131,7 +131,7 @@ def test_open_starts_the_editor(kb_project: Path, tmp_path: Path, monkeypatch: p
     editor.write_text('#!/bin/sh\necho "Edited by the editor." >> "$1"\n')
     editor.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(editor))
-    monkeypatch.setattr("kbgen.cli.core.has_terminal", lambda: True)  # as when run in a terminal
+    monkeypatch.setattr("kbgen.cli.records.has_terminal", lambda: True)  # as when run in a terminal
     code, out = run("new-bug", "--title", "edit me", "--open", "--date", "2025-11-23")
     assert code == 0, out
     path = next((kb_project / "kb/bugs").glob("BUG-20251123-001-*.md"))

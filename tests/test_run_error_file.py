@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import KBGEN, base_kb_files, write_tree
-from kbgen.errorfile import MAX_BYTES, read
-from kbgen.runcmd import Capture, Outcome
+from kbgen.run.command import Capture, Outcome
+from kbgen.run.errorfile import MAX_BYTES, read
 from kbgen.store import find_project, load_kb
 from kbgen.triage import triage_text
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kbgen.fingerprint import fingerprint_of
 from kbgen.seen.compare import compare
-from kbgen.seen.fingerprint import fingerprint_of
 from seen_measure import measure
 from seen_variants import bases, variants
 

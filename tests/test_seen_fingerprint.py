@@ -8,7 +8,7 @@ import json
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kbgen.seen.fingerprint import fingerprint_of
+from kbgen.fingerprint import fingerprint_of
 
 LOG = (
     "Traceback (most recent call last):\n"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kbgen.fingerprint import FINGERPRINT_VERSION, fingerprint_of
 from kbgen.seen.compare import compare
-from kbgen.seen.fingerprint import FINGERPRINT_VERSION, fingerprint_of
 from seen_measure import file_bug, known
 
 FRAMES = (

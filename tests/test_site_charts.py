@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kbgen import templating
 from kbgen.site import charts
-from kbgen.site import text as pagetext
+from kbgen.site import filters as pagetext
 from kbgen.site.data import SiteData
 from kbgen.store import Project, load_kb
 from site_kb import make_site_project
@@ -96,13 +97,13 @@ def test_open_bugs_by_error_and_severity(site: SiteData) -> None:
 
 def test_first_sentence_keeps_the_index_short() -> None:
     long = "The CPU hit an instruction it does not implement. The process dies from SIGILL."
-    assert pagetext.first_sentence(long) == "The CPU hit an instruction it does not implement."
-    assert pagetext.first_sentence("torch.cuda.is_available() is False. Then") == (
+    assert templating.first_sentence(long) == "The CPU hit an instruction it does not implement."
+    assert templating.first_sentence("torch.cuda.is_available() is False. Then") == (
         "torch.cuda.is_available() is False."
     )
-    cut = pagetext.first_sentence("word " * 100, limit=40)
+    cut = templating.first_sentence("word " * 100, limit=40)
     assert len(cut) <= 42 and cut.endswith("…")
-    assert pagetext.first_sentence("`a b c d e f g h` " * 10, limit=30).count("`") % 2 == 0
+    assert templating.first_sentence("`a b c d e f g h` " * 10, limit=30).count("`") % 2 == 0
 
 
 def test_bug_ids_in_prose_become_links_but_not_inside_code_or_links() -> None:
@@ -119,11 +120,11 @@ def test_bug_ids_in_prose_become_links_but_not_inside_code_or_links() -> None:
 
 def test_signature_patterns_read_as_log_lines_when_plain() -> None:
     assert (
-        pagetext.readable_pattern(r"Illegal instruction \(core dumped\)")
+        templating.readable_pattern(r"Illegal instruction \(core dumped\)")
         == "Illegal instruction (core dumped)"
     )
-    assert pagetext.readable_pattern(r"\bSIGILL\b") == "SIGILL"
-    assert pagetext.readable_pattern("CUDA error: out of memory") == "CUDA error: out of memory"
+    assert templating.readable_pattern(r"\bSIGILL\b") == "SIGILL"
+    assert templating.readable_pattern("CUDA error: out of memory") == "CUDA error: out of memory"
     kept = r"(?:RuntimeError|torch\.AcceleratorError): CUDA error"
-    assert pagetext.readable_pattern(kept) == kept  # alternatives stay a pattern
-    assert pagetext.readable_pattern(r"sm_\d+") == r"sm_\d+"
+    assert templating.readable_pattern(kept) == kept  # alternatives stay a pattern
+    assert templating.readable_pattern(r"sm_\d+") == r"sm_\d+"

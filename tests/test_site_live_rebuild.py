@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbgen import layers
+from kbgen import layers, templating
 from kbgen.errors import EntryError
 from kbgen.kinds import KINDS
 from kbgen.links import FROM
@@ -34,7 +34,7 @@ class Live:
 
     def __init__(self, root: Path) -> None:
         self.project = Project(root)
-        self.env = render.make_environment(render.template_dirs(root))
+        self.env = render.make_environment(templating.template_dirs(root))
         self.entries = pages.EntryCache()
         self.pages = pages.PageCache()
         self.tick = 1_700_000_000_000_000_000

@@ -14,10 +14,11 @@ import markdown
 import pytest
 
 from conftest import write_tree
+from kbgen import templating
 from kbgen.site import pages, render
 from kbgen.site.data import ProbeInfo, SiteData
-from kbgen.site.render import TemplateError
 from kbgen.store import Project, load_kb
+from kbgen.templating import TemplateError
 from site_kb import make_site_project
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -76,7 +77,7 @@ def site(tmp_path: Path) -> SiteData:
 
 @pytest.fixture
 def env() -> object:
-    return render.make_environment(render.template_dirs(None))
+    return render.make_environment(templating.template_dirs(None))
 
 
 def check_golden(request: pytest.FixtureRequest, name: str, text: str) -> None:
@@ -168,7 +169,7 @@ def test_project_template_overrides_the_packaged_one(tmp_path: Path, site: SiteD
     write_tree(
         tmp_path / "custom", {"templates/page-tags.md.j2": "# Our tags\n\n{{ site.bugs | length }} bugs\n"}
     )
-    env = render.make_environment(render.template_dirs(tmp_path / "custom"))
+    env = render.make_environment(templating.template_dirs(tmp_path / "custom"))
     assert render.render_tags(env, site) == "# Our tags\n\n3 bugs\n"
     # the other templates still come from kbgen
     assert "\n# Bugs\n\n3 bugs, 2 open." in render.render_bug_index(env, site)
@@ -176,7 +177,7 @@ def test_project_template_overrides_the_packaged_one(tmp_path: Path, site: SiteD
 
 def test_template_syntax_error_names_file_and_line(tmp_path: Path, site: SiteData) -> None:
     write_tree(tmp_path, {"templates/page-fix.md.j2": "# {{ fix.title }}\n\n{% if fix.risk %}\nno end\n"})
-    env = render.make_environment(render.template_dirs(tmp_path))
+    env = render.make_environment(templating.template_dirs(tmp_path))
     with pytest.raises(TemplateError) as caught:
         render.render_fix(env, site, "clamp-labels")
     assert str(caught.value).startswith(
@@ -186,7 +187,7 @@ def test_template_syntax_error_names_file_and_line(tmp_path: Path, site: SiteDat
 
 def test_template_runtime_error_names_file_and_line(tmp_path: Path, site: SiteData) -> None:
     write_tree(tmp_path, {"templates/page-fix.md.j2": "# {{ fix.title }}\n\n{{ fix.no_such_field }}\n"})
-    env = render.make_environment(render.template_dirs(tmp_path))
+    env = render.make_environment(templating.template_dirs(tmp_path))
     with pytest.raises(TemplateError) as caught:
         render.render_fix(env, site, "clamp-labels")
     message = str(caught.value)

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import invoke
-from kbgen.site import mdsafe
+from kbgen import mdsafe
 from kbgen.site.sanitize import clean_html
 from site_kb import REPO, make_site_project, mkdocs_build, site_kb_files
 

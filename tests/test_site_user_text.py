@@ -28,6 +28,7 @@ from mkdocs.structure.files import Files
 from mkdocs.utils.meta import get_data
 
 from conftest import invoke, kbgen, write_tree
+from kbgen import templating
 from kbgen.site import pages, render
 from kbgen.site.sanitize import _ATTRIBUTES, _EVERYWHERE, _TAGS
 from kbgen.store import find_project
@@ -206,7 +207,7 @@ class OnePage:
         self.plugin: Any = self.config.plugins["kbgen"]
         self.plugin.on_config(self.config)
         self.config.plugins._current_plugin = "kbgen"  # as mkdocs sets it while the plugin's hooks run
-        self.env = render.make_environment(render.template_dirs(self.root))
+        self.env = render.make_environment(templating.template_dirs(self.root))
         self.md = markdown.Markdown(
             extensions=self.config.markdown_extensions, extension_configs=self.config.mdx_configs
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,3 +70,16 @@ def relpath(path: Path, root: Path | None = None) -> str:
     if absolute == base or absolute.startswith(base.rstrip(os.sep) + os.sep):
         return os.path.relpath(absolute, base)
     return str(path)
+
+
+def closest(word: str, choices: Iterable[str], *, n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The ``n`` choices that look most like ``word``, best first: every did-you-mean uses it."""
+    import difflib
+
+    return difflib.get_close_matches(word, list(choices), n=n, cutoff=cutoff)
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """``did you mean 'x'?`` for the choice closest to ``word``; empty when none is close."""
+    found = closest(word, choices, cutoff=cutoff)
+    return f"did you mean '{found[0]}'?" if found else ""

@@ -42,7 +42,7 @@ class Unreadable(Exception):
         self.message = message
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -60,11 +60,11 @@ def _open_regular(path: str | os.PathLike[str], flags: int = 0) -> tuple[int, os
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
+        raise Unreadable(f"{file_kind(info.st_mode)}, not a regular file")
     return fd, info
 
 
-def _read_fd(fd: int, limit: int, what: str) -> bytes:
+def read_fd(fd: int, limit: int, what: str) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while True:
@@ -87,7 +87,7 @@ def read_limited(path: str | os.PathLike[str], limit: int = MAX_ENTRY_BYTES, wha
             else:
                 why = f"kbgen reads at most {limit:,} here"
             raise Unreadable(f"{what} is {info.st_size:,} bytes; {why}")
-        return _read_fd(fd, limit, what)
+        return read_fd(fd, limit, what)
     finally:
         os.close(fd)
 
@@ -104,7 +104,7 @@ def read_limited_nofollow(path: str | os.PathLike[str], limit: int, what: str = 
     try:
         if info.st_size > limit:
             raise Unreadable(f"{what} is {info.st_size:,} bytes; kbgen reads at most {limit:,} here")
-        return _read_fd(fd, limit, what)
+        return read_fd(fd, limit, what)
     finally:
         os.close(fd)
 
@@ -221,7 +221,7 @@ def current_digest_and_mode(path: Path) -> tuple[str | None, int]:
     except Unreadable as exc:
         raise KbgenError(f"{relpath(path)}: {exc.message}") from None
     try:
-        digest = hashlib.sha256(_read_fd(fd, MAX_ENTRY_BYTES, "the file")).hexdigest()
+        digest = hashlib.sha256(read_fd(fd, MAX_ENTRY_BYTES, "the file")).hexdigest()
     except Unreadable:
         digest = ""
     finally:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -18,9 +19,9 @@ from pydantic import (
 )
 
 from kbgen.checks import MANUAL, CheckSyntaxError, parse_check
+from kbgen.fingerprint import Fingerprint
 from kbgen.keyfacts import KEY_FACT_KEYS
 from kbgen.origin import Origin
-from kbgen.seen.records import Fingerprint, Occurrence
 from kbgen.vocab import CLOSED_STATUSES as CLOSED_STATUSES
 from kbgen.vocab import AttemptOutcome as AttemptOutcome
 from kbgen.vocab import Likelihood as Likelihood
@@ -31,8 +32,11 @@ from kbgen.vocab import Status as Status
 from kbgen.vocab import StepState as StepState
 
 SLUG_RE = r"^[a-z0-9][a-z0-9-]*[a-z0-9]$|^[a-z0-9]$"
-BUG_ID_RE = r"^BUG-([0-9]{8})-([0-9]{3,})$"  # [0-9], not \d: other scripts' digits are no id
-REPORT_RE = r"^BUG-[0-9]{8}-[0-9]{3,}/env-[A-Za-z0-9][A-Za-z0-9._-]{0,100}\.json$"
+#: a bug id, ``BUG-YYYYMMDD-NNN`` (day and number captured): the one place its shape is written.
+#: [0-9], not \d: other scripts' digits are no id.
+BUG_ID = r"BUG-([0-9]{8})-([0-9]{3,})"
+BUG_ID_RE = rf"^{BUG_ID}$"
+REPORT_RE = rf"^{BUG_ID}/env-[A-Za-z0-9][A-Za-z0-9._-]{{0,100}}\.json$"
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_RE, max_length=80)]
 BugId = Annotated[str, StringConstraints(pattern=BUG_ID_RE)]
@@ -283,6 +287,18 @@ class Event(Strict):
     note: str | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Occurrence(BaseModel):
+    """One more time a bug's crash was seen: where, when, running what, and how it ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: AwareDatetime
+    host: Annotated[str, StringConstraints(max_length=200)] | None = None
+    command: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    exit_status: int | None = None
+    by: Annotated[str, StringConstraints(max_length=200)] | None = None
 
 
 class Bug(Record):

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from kbgen.errors import KbgenError
-from kbgen.fileio import Unreadable, _kind, _read_fd
+from kbgen.fileio import Unreadable, file_kind, read_fd
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -53,7 +53,7 @@ def _what_is(dir_fd: int, name: str) -> str:
         return LINK
     if stat.S_ISREG(info.st_mode):
         return "a file, not a folder"
-    return f"{_kind(info.st_mode)}, not a folder"
+    return f"{file_kind(info.st_mode)}, not a folder"
 
 
 def _open_dir(dir_fd: int, name: str) -> int:
@@ -135,10 +135,10 @@ def read_file(dir_fd: int, name: str, limit: int) -> tuple[bytes, os.stat_result
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise Unreadable(f"{_kind(info.st_mode)}, not a regular file")
+            raise Unreadable(f"{file_kind(info.st_mode)}, not a regular file")
         if info.st_size > limit:
             raise Unreadable(f"{info.st_size:,} bytes; kbgen reads at most {limit:,} here")
-        return _read_fd(fd, limit, "the file"), info
+        return read_fd(fd, limit, "the file"), info
     except OSError as exc:
         raise Unreadable(f"cannot read: {exc.strerror}") from None
     finally:

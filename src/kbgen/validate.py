@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbgen import links
-from kbgen.errors import Problem
+from kbgen.errors import Problem, did_you_mean
 from kbgen.kinds import KINDS
 from kbgen.mdtext import (
     PLACEHOLDER_RE,
@@ -193,10 +193,8 @@ def check_layers(kb: Kb, base_probes: set[str]) -> Iterator[Problem]:
 
 
 def _close(value: str, choices: Iterable[str]) -> str:
-    import difflib
-
-    match = difflib.get_close_matches(value, list(choices), n=1)
-    return f"; did you mean '{match[0]}'?" if match else ""
+    guess = did_you_mean(value, choices)
+    return f"; {guess}" if guess else ""
 
 
 def check_duplicates(kb: Kb) -> Iterator[Problem]:
@@ -277,7 +275,7 @@ def check_text(kb: Kb, entry: Entry[Record]) -> Iterator[Problem]:
         yield from _unfilled_sections(rel, masked or _masked(source.body), first_line, source.body)
         # closed with nothing said: a new bug's prompts are for later, a fixed one's are a gap
         if PROMPT in source.body and entry.record.status in _EXPLAINED:
-            from kbgen.site.mdsafe import body as shown
+            from kbgen.mdsafe import body as shown
 
             if not shown(source.body).strip():
                 said = f"{entry.record.status.value}, but the report holds only prompts: say what happened"

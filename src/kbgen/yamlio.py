@@ -7,7 +7,6 @@ and rejects duplicate keys, which plain PyYAML silently overwrites.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ except ImportError:  # pragma: no cover
 
 from pydantic import BaseModel, ValidationError
 
-from kbgen.errors import Problem
+from kbgen.errors import Problem, did_you_mean
 from kbgen.fieldwords import describe_error
 
 _HANDLER = YAMLHandler()
@@ -332,8 +331,8 @@ def validation_problems(
         message = describe_error(err)
         if err["type"] == "extra_forbidden":
             choices = _fields_at(model, loc[:-1])
-            close = difflib.get_close_matches(str(loc[-1]), choices, n=1)
-            message = "unknown key" + (f"; did you mean '{close[0]}'?" if close else "")
+            guess = did_you_mean(str(loc[-1]), choices)
+            message = "unknown key" + (f"; {guess}" if guess else "")
         elif err["type"] == "enum":
             expected = err.get("ctx", {}).get("expected", "")
             message = f"must be one of {expected.replace(' or ', ', ')}".replace("'", "")

@@ -4,8 +4,8 @@
 :func:`kbgen.bugs.roundtrip.compose`, the writer ``kbgen import`` and every update use, so a field set
 on the record is written the same way by all of them. ``templates/bug.md.j2`` holds only the
 Markdown body (:meth:`BodyTemplate.body`); it is found like the site's page templates (the
-project's ``templates/`` first, then kbgen's) and rendered by the site's Jinja environment, with
-Jinja's default whitespace rules.
+project's ``templates/`` first, then kbgen's) and rendered with :mod:`kbgen.templating`'s filters
+and Jinja's default whitespace rules. Writing a bug never loads the site.
 
 A project's own ``bug.md.j2`` from before still starts with a frontmatter block. It keeps working:
 the block is left out (its lines are blanked, so errors still name the right line) and kbgen says
@@ -37,37 +37,37 @@ class BodyTemplate:
 
     def body(self, bug: Bug, error: Any = None) -> str:
         """The Markdown below the frontmatter: a blank line, then the rendered template."""
-        from kbgen.site import render
+        from kbgen import templating
 
-        text = render.render_template(self.template, TEMPLATE, bug=bug, error=error)
+        text = templating.render_template(self.template, TEMPLATE, bug=bug, error=error)
         return "\n" + text.lstrip("\n")
 
 
 def body_template(project_root: Path | None) -> BodyTemplate:
-    """Load ``bug.md.j2`` through the site's environment and search path."""
+    """Load ``bug.md.j2`` from the templates' search path."""
     import jinja2
 
-    from kbgen.site import render
+    from kbgen import templating
 
-    # the site's environment, with Jinja's default whitespace rules: a block tag keeps its newline
-    # unless it says `{%-`, as bug.md.j2 has always been written
-    site_env = render.make_environment(render.template_dirs(project_root))
-    env = site_env.overlay(trim_blocks=False, lstrip_blocks=False)
+    # Jinja's default whitespace rules: a block tag keeps its newline unless it says `{%-`, as
+    # bug.md.j2 has always been written
+    dirs = templating.template_dirs(project_root)
+    env = templating.make_environment(dirs, trim_blocks=False, lstrip_blocks=False)
     assert env.loader is not None
     try:
         source, filename, _ = env.loader.get_source(env, TEMPLATE)
     except jinja2.TemplateNotFound:
-        return BodyTemplate(render.load(env, TEMPLATE))  # raises the search path's message
+        return BodyTemplate(templating.load(env, TEMPLATE))  # raises the search path's message
     block = old_frontmatter(source)
     if block is None:
-        return BodyTemplate(render.load(env, TEMPLATE))
+        return BodyTemplate(templating.load(env, TEMPLATE))
     first, last = block  # the old block used a `yaml` filter the environment no longer has
     lines = source.split("\n")
     blanked = "\n".join("" if first <= i <= last else line for i, line in enumerate(lines))
     try:
         code = env.compile(blanked, TEMPLATE, filename)
     except jinja2.TemplateSyntaxError as exc:
-        raise render.syntax_error(exc, TEMPLATE) from None
+        raise templating.syntax_error(exc, TEMPLATE) from None
     body = env.template_class.from_code(env, code, env.make_globals(None))
     where = relpath(Path(filename)) if filename else TEMPLATE
     notice = (

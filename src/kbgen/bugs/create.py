@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from kbgen import clock
 from kbgen.bugs.ids import claim_id, slugify, stamp
 from kbgen.bugs.roundtrip import compose
-from kbgen.errors import KbgenError, UnknownIdError
+from kbgen.errors import KbgenError, UnknownIdError, did_you_mean
 from kbgen.fieldwords import describe_error
+from kbgen.fingerprint import fingerprint_of
 from kbgen.models import Bug, Event, EventKind, ProgressStep, Severity, Status, StepState
 from kbgen.redact import redact_text
-from kbgen.seen.fingerprint import fingerprint_of
 from kbgen.store import Kb
 
 if TYPE_CHECKING:
@@ -101,10 +101,8 @@ def draft_bug(
     """The new bug :func:`create_bug` writes, not yet written; ``adjust`` changes the record
     (once it has its id) before its frontmatter is written, the body staying the template's."""
     if new.error and new.error not in kb.errors:
-        import difflib
-
-        close = difflib.get_close_matches(new.error, list(kb.errors), n=1, cutoff=0.5)
-        guess = f"; did you mean '{close[0]}'?" if close else ""
+        guess = did_you_mean(new.error, kb.errors, cutoff=0.5)
+        guess = f"; {guess}" if guess else ""
         raise UnknownIdError(
             f"--error {new.error!r}: no such error type{guess}",
             hint="`kbgen triage LOG` suggests one; `kbgen kb list --kind error` lists them",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
 from kbgen.bugs.roundtrip import REMOVE, update_entry
-from kbgen.errors import KbgenError, UnknownIdError
+from kbgen.errors import KbgenError, UnknownIdError, did_you_mean
 from kbgen.keyfacts import KEY_FACT_KEYS
 from kbgen.kinds import CAUSE, FIX, RecordKind
 from kbgen.models import (
@@ -40,7 +40,8 @@ STEP_STATES = {"done": StepState.passed, "passed": StepState.passed, "failed": S
 STEP_STATES |= {"skipped": StepState.skipped, "pending": StepState.pending}
 
 
-def _event(kind: EventKind, **values: Any) -> Event:
+def history_event(kind: EventKind, **values: Any) -> Event:
+    """A history entry of ``kind``, stamped now and by the person running kbgen."""
     return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
 
 
@@ -75,13 +76,10 @@ def save_bug(entry: Entry[Bug], make: Callable[[Entry[Bug]], dict[str, Any]]) ->
 
 def _known(kb: Kb, kind: RecordKind[Record], record_id: str, option: str) -> None:
     if record_id not in kb.entries(kind):
-        import difflib
-
-        close = difflib.get_close_matches(record_id, list(kb.entries(kind)), n=1)
         name = kind.name
         raise UnknownIdError(
             f"{option} {record_id!r}: no such {name} in the base layer or kb/{kind.folder}/",
-            hint=f"did you mean {close[0]!r}?" if close else f"`kbgen kb list --kind {name}` lists them",
+            hint=did_you_mean(record_id, kb.entries(kind)) or f"`kbgen kb list --kind {name}` lists them",
         )
 
 
@@ -133,7 +131,7 @@ def set_status(
         if bug.status == status and not parts:
             return {}
         kind = EventKind.status if bug.status != status else EventKind.note
-        event = _event(kind, old=bug.status.value, new=status.value, note="; ".join(parts) or None)
+        event = history_event(kind, old=bug.status.value, new=status.value, note="; ".join(parts) or None)
         return changes | {"status": status, "updated": event.at, "history": [*bug.history, event]}
 
     return save_bug(entry, make)
@@ -148,7 +146,7 @@ def record_fix(kb: Kb, entry: Entry[Bug], fix: str, outcome: AttemptOutcome, not
         attempts = with_fix(bug, fix, outcome, note, clock.now().date())
         if attempts == bug.fixes_tried:
             return {}
-        event = _event(EventKind.fix, new=outcome.value, note=f"{fix}" + (f": {note}" if note else ""))
+        event = history_event(EventKind.fix, new=outcome.value, note=f"{fix}" + (f": {note}" if note else ""))
         return {"fixes_tried": attempts, "updated": event.at, "history": [*bug.history, event]}
 
     return save_bug(entry, make)
@@ -183,7 +181,7 @@ def set_step(kb: Kb, entry: Entry[Bug], step_id: str, state: str, note: str | No
             update={"state": new_state, "evidence": evidence, "when": now, "host": None, "by": clock.user()}
         )
         note_text = f"step {step_id}" + (f": {note}" if note else "")
-        event = _event(EventKind.step, old=old.state.value, new=new_state.value, note=note_text)
+        event = history_event(EventKind.step, old=old.state.value, new=new_state.value, note=note_text)
         return {"progress": steps, "updated": now, "history": [*bug.history, event]}
 
     save_bug(entry, make)
@@ -206,7 +204,7 @@ def migrate_bug(kb: Kb, entry: Entry[Bug]) -> list[str]:
         if progress != bug.progress:
             changes["progress"] = progress
         if bug.fingerprint is None and bug.message:
-            from kbgen.seen.fingerprint import fingerprint_of
+            from kbgen.fingerprint import fingerprint_of
 
             changes["fingerprint"] = fingerprint_of(bug.message)
         if not changes:
@@ -216,7 +214,7 @@ def migrate_bug(kb: Kb, entry: Entry[Bug]) -> list[str]:
             + (["what decides each step"] if "progress" in changes else [])
             + (["a fingerprint"] if "fingerprint" in changes else [])
         )
-        event = _event(EventKind.migrated, note=f"upgraded by kbgen migrate: {what}")
+        event = history_event(EventKind.migrated, note=f"upgraded by kbgen migrate: {what}")
         rewritten[:] = sorted(changes)
         return changes | {"updated": event.at, "history": [*bug.history, event]}
 

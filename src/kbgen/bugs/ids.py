@@ -15,7 +15,7 @@ from typing import Any
 
 from kbgen.errors import KbgenError
 from kbgen.fileio import Unreadable, locked_folder, read_limited
-from kbgen.models import BUG_ID_RE
+from kbgen.models import BUG_ID, BUG_ID_RE
 from kbgen.store import Project, atomic_write, encode, entry_files
 
 _MAX_TRIES = 10_000
@@ -26,7 +26,7 @@ def stamp(day: dt.date) -> str:
     return f"{day.year:04d}{day.month:02d}{day.day:02d}"
 
 
-_ID_IN_TEXT = re.compile(r"BUG-[0-9]{8}-[0-9]{3,}")
+_ID_IN_TEXT = re.compile(BUG_ID)
 
 
 def taken_ids(project: Project) -> set[str]:
@@ -44,7 +44,7 @@ def ids_in_file(path: Path) -> set[str]:
         head = read_limited(path).decode("utf-8", errors="replace")[:65536]
     except (OSError, Unreadable):
         return ids
-    return ids | set(_ID_IN_TEXT.findall(_aliases_block(head)))
+    return ids | {m.group(0) for m in _ID_IN_TEXT.finditer(_aliases_block(head))}
 
 
 def _aliases_block(text: str) -> str:

@@ -7,19 +7,14 @@ import datetime as dt
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from kbgen import clock
+from kbgen.bugs.edit import history_event
 from kbgen.bugs.ids import claim_id
 from kbgen.bugs.roundtrip import key_order, splice
 from kbgen.errors import ConflictError, EntryError, KbgenError, UnknownIdError
 from kbgen.fileio import Unreadable, locked, read_limited
-from kbgen.models import Bug, Event, EventKind
+from kbgen.models import Bug, EventKind
 from kbgen.store import Entry, Kb, check_id
-
-
-def _event(kind: EventKind, **values: Any) -> Event:
-    return Event(at=clock.now(), kind=kind, by=clock.user(), **values)
 
 
 @dataclass
@@ -71,7 +66,7 @@ def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None, *, keep_a
     path = entry.path
     bug = entry.record
     slug = path.stem[len(bug_id) + 1 :]
-    event = _event(EventKind.renumber, old=bug_id)
+    event = history_event(EventKind.renumber, old=bug_id)
     target_day = day or dt.datetime.strptime(bug.date, "%Y%m%d").date()
 
     def render(new_id: str) -> str:
@@ -98,7 +93,7 @@ def _move(kb: Kb, entry: Entry[Bug], bug_id: str, day: dt.date | None, *, keep_a
 
 def _finish_renumber(kb: Kb, bug_id: str) -> Renumbered:
     """Remove the old copies an interrupted renumber left, when each is exactly what was copied."""
-    from kbgen.bugs.leftovers import is_unchanged_copy
+    from kbgen.store.leftovers import is_unchanged_copy
 
     pairs = kb.leftovers[bug_id]
     for old, new in pairs:

@@ -17,26 +17,26 @@ from kbgen.errors import KbgenError
 
 #: command name -> "module:function" inside kbgen.cli
 COMMANDS: dict[str, str] = {
-    "validate": "core:validate",
-    "new-bug": "core:new_bug",
-    "list": "core:list_bugs",
+    "validate": "records:validate",
+    "new-bug": "records:new_bug",
+    "list": "records:list_bugs",
     "show": "bug:show",
     "status": "bug:status",
     "fix": "bug:fix",
     "step": "bug:step",
     "migrate": "bug:migrate",
-    "renumber": "core:renumber",
-    "schema": "core:schema",
+    "renumber": "records:renumber",
+    "schema": "records:schema",
     "probe": "probe:probe",
     "serve": "site:serve",
     "build-pages": "site:build_pages",
     "triage": "triage:triage",
     "new-error": "newerror:new_error",
-    "import": "knowledge:import_reports",
+    "import": "import_reports:import_reports",
     "fleet": "fleet:fleet",
-    "init": "adopt:init",
-    "kb": "adopt:kb",
-    "run": "adopt:run",
+    "init": "project:init",
+    "kb": "project:kb",
+    "run": "run:run",
     "env": "env:env",
 }
 
@@ -67,10 +67,10 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
-            import difflib
+            from kbgen.errors import did_you_mean
 
-            close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
-            guess = f" Did you mean '{close[0]}'?" if close else ""
+            guess = did_you_mean(name, COMMANDS)
+            guess = f" {guess[0].upper()}{guess[1:]}" if guess else ""
             ctx.fail(f"No such command '{name}'.{guess} `kbgen --help` lists the commands.")
         return super().resolve_command(ctx, args)
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kbgen.cli.common import complete_bug_ids, load_clean_kb, one_line, project_of
-from kbgen.cli.core import STATUSES
+from kbgen.cli.records import STATUSES
 from kbgen.vocab import AttemptOutcome, StepState
 
 OUTCOMES = [o.value for o in AttemptOutcome]

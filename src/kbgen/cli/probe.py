@@ -276,7 +276,7 @@ def _show(report: ProbeReport, as_json: bool) -> None:
     if as_json:
         click.echo(report.model_dump_json(indent=2))
         return
-    from kbgen.probes.text import format_table
+    from kbgen.probes.terminal import format_table
 
     if report.interpreter_error is None:
         click.echo(format_table(report, lambda text, status: click.style(text, fg=COLOURS.get(status))))
@@ -334,7 +334,7 @@ def _save_report(report: ProbeReport, bug_id: str) -> str:
 
 def _print_list(ctx: click.Context) -> None:
     from kbgen.probes.discovery import scan
-    from kbgen.probes.text import format_list
+    from kbgen.probes.terminal import format_list
 
     project = _project(ctx, required=False)
     specs, problems = scan(project)

@@ -137,7 +137,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
     Example:
       kbgen build-pages build/pages    # then point docs_dir at build/pages
     """
-    from kbgen import clock
+    from kbgen import clock, templating
     from kbgen.errors import KbgenError
     from kbgen.site import output, pages, render
 
@@ -149,7 +149,7 @@ def build_pages(ctx: click.Context, out: Path, pages_only: bool) -> None:
             f"{out}: this is the site's docs_dir; the kbgen plugin already adds these pages there",
             hint="write them to another folder, e.g. build/pages",
         )
-    template_dirs = render.template_dirs(project.root)
+    template_dirs = templating.template_dirs(project.root)
     output.refuse_unsafe_out(out, project.kb, template_dirs, docs)
     site, warnings = pages.load_site(project, today=clock.now().date(), stale_days=options.stale_days)
     for problem in warnings:

@@ -19,7 +19,7 @@ from typing import Any
 Scalar = str | int | float | bool | None
 
 HIGH, MID, LOW = 3, 2, 1
-_VERSION = r"(\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?)"
+VERSION = r"(\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:\.dev\d+)?(?:\+[\w.]+)?)"
 
 
 @dataclass
@@ -105,9 +105,9 @@ def _screen(count: int) -> tuple[Any, frozenset[int]]:
     each can match), and the rules RE2 cannot run, which every block tries."""
     import re2
 
-    from kbgen.triage.signatures import SET_MEM, _options, without_anchors
+    from kbgen.triage.signatures import SET_MEM, re2_options, without_anchors
 
-    screen: Any = re2.Set.SearchSet(_options(never_nl=True, max_mem=SET_MEM))
+    screen: Any = re2.Set.SearchSet(re2_options(never_nl=True, max_mem=SET_MEM))
     always = set()
     try:
         for index, (pattern, _, _) in enumerate(RULES[:count]):
@@ -320,7 +320,7 @@ def _d2_gpu(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
         f.put("gpu.capability", arch.group(1), HIGH)
 
 
-@rule(r"^\s*(?:PyTorch|torch)\s{2,}" + _VERSION + r"(?:\s+@|\s*$)", "detectron2")
+@rule(r"^\s*(?:PyTorch|torch)\s{2,}" + VERSION + r"(?:\s+@|\s*$)", "detectron2")
 def _d2_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), MID)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from kbgen.envreport.parse import _VERSION, HIGH, LOW, MID, Found, gpu_name, major_minor, rule
+from kbgen.envreport.parse import HIGH, LOW, MID, VERSION, Found, gpu_name, major_minor, rule
 
 # --------------------------------------------------------------------------- torch's own messages
 
@@ -79,7 +79,7 @@ def _nvidia_wheel(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
         f.weight["packages.nvidia_wheels"] = HIGH
 
 
-@rule(r"^\s*\[pip3?\]\s+torch==" + _VERSION, "pip list")
+@rule(r"^\s*\[pip3?\]\s+torch==" + VERSION, "pip list")
 def _pip_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), MID)
 
@@ -103,12 +103,12 @@ def _conda_spec(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
         f.put("torch-build.cpu_only", True, MID)
 
 
-@rule(r"(?<![\w.-])torch(?:==|\s*:\s*|\s{2,}|-(?=\d))" + _VERSION, "pip")
+@rule(r"(?<![\w.-])torch(?:==|\s*:\s*|\s{2,}|-(?=\d))" + VERSION, "pip")
 def _torch_pin(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), LOW)
 
 
-@rule(r"^\s*(?:-\s*)?(?:PyTorch|torch)(?: version)?\s*[:=]\s*'?" + _VERSION, "prose")
+@rule(r"^\s*(?:-\s*)?(?:PyTorch|torch)(?: version)?\s*[:=]\s*'?" + VERSION, "prose")
 def _torch_colon(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), MID)
 
@@ -121,7 +121,7 @@ def _torch_plain(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
 @rule(r"print\(torch\.__version__\)\s*$", "python session")
 def _print_version(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
-    if re.fullmatch(_VERSION, nxt):
+    if re.fullmatch(VERSION, nxt):
         f.put("torch-build.version", nxt, MID)
 
 
@@ -171,12 +171,12 @@ def _available_next(m: re.Match[str], lines: list[str], i: int, f: Found) -> Non
 @rule(r"^\s*#{2,4}\s*(PyTorch|Python) version\s*$", "issue form")
 def _form_field(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     nxt = next((x.strip() for x in lines[i + 1 : i + 4] if x.strip()), "")
-    if re.fullmatch(_VERSION, nxt):
+    if re.fullmatch(VERSION, nxt):
         key = "torch-build.version" if m.group(1).lower() == "pytorch" else "system.python"
         f.put(key, nxt, MID)
 
 
-@rule(r"PyTorch Version \(e\.g\., [\d.]+\)\s*:\s*'?" + _VERSION, "issue form")
+@rule(r"PyTorch Version \(e\.g\., [\d.]+\)\s*:\s*'?" + VERSION, "issue form")
 def _form_bullet(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), MID)
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from kbgen.errors import KbgenError
 from kbgen.importer.markdown import Section, checklist, fenced_blocks, label_lines
 from kbgen.mdtext import is_placeholder
-from kbgen.models import BUG_ID_RE, Severity, Status
+from kbgen.models import BUG_ID, BUG_ID_RE, Severity, Status
 from kbgen.store import Kb
 
 W = TypeVar("W", Severity, Status)
@@ -50,7 +50,7 @@ _ENV_KEYS = {
     "driver version": "driver",
     "gpu model": "gpu",
 }
-_TITLE_PREFIX = re.compile(r"^(?:bug(?: report)?|BUG-\d{8}-\d+)\s*[:\-–]\s*", re.IGNORECASE)
+_TITLE_PREFIX = re.compile(rf"^(?:bug(?: report)?|{BUG_ID})\s*[:\-–]\s*", re.IGNORECASE)
 _TZ = {"UTC": 0, "GMT": 0, "Z": 0, "KST": 9, "JST": 9, "CST": 8, "IST": 5.5, "CET": 1, "CEST": 2,
        "BST": 1, "EST": -5, "EDT": -4, "CDT": -5, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7}  # fmt: skip
 #: frontmatter keys a report may carry that become fields (or are the title/body itself)

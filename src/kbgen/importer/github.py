@@ -173,7 +173,7 @@ class GithubImport:
         repro = values.get("repro", "").strip()
         new = NewBug(
             title=cut_head(title, MAX_TITLE).strip() or f"GitHub issue #{issue.number}",
-            severity=Severity(severity) if severity in Severity._value2member_map_ else Severity.medium,
+            severity=next((s for s in Severity if s.value == severity), Severity.medium),
             error=error,
             tags=list(dict.fromkeys([*tags, tag_of(issue.number)])),
             message=cut_head(message, MAX_MESSAGE) or None,

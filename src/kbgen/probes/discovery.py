@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from kbgen import layers
-from kbgen.errors import EntryError, Problem, UnknownIdError, relpath
+from kbgen.errors import EntryError, Problem, UnknownIdError, closest, relpath
 from kbgen.fieldwords import describe_error
 from kbgen.models import ProbeMeta
 
@@ -282,9 +282,7 @@ def _unknown_message(unknown: list[str], known: list[str], problems: list[Proble
 
 def _close_ids(probe_id: str, known: list[str]) -> list[str]:
     """Ids that look alike, or that share the first word (``gpu-arch`` -> ``gpu``)."""
-    import difflib
-
-    close = difflib.get_close_matches(probe_id, known, n=2)
+    close = closest(probe_id, known, n=2)
     head = probe_id.split("-")[0]
     close += [k for k in known if k.split("-")[0] == head and k not in close]
     return close[:3]

@@ -22,14 +22,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbgen.probes.worker import kill_descendants, read_tail
+from kbgen.probes.worker import MARK, kill_descendants, read_tail
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from types import FrameType
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
-MARK = "@@kbgen@@ "
 SIGNAL_WORDS = {
     "SIGILL": "illegal instruction",
     "SIGSEGV": "segmentation fault",

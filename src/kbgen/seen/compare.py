@@ -12,7 +12,7 @@ from difflib import SequenceMatcher
 
 from pydantic import BaseModel, ConfigDict
 
-from kbgen.seen.fingerprint import Fingerprint
+from kbgen.fingerprint import Fingerprint
 
 __all__ = ["FAMILIES", "MESSAGE_AGREES", "Likeness", "compare"]
 

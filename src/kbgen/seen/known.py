@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from kbgen.fingerprint import FINGERPRINT_VERSION, Fingerprint, fingerprint_of
 from kbgen.seen.compare import compare
-from kbgen.seen.fingerprint import FINGERPRINT_VERSION, Fingerprint, fingerprint_of
 
 if TYPE_CHECKING:
     from kbgen.models import Bug
@@ -100,9 +100,9 @@ def crash_fingerprint(report: TriageReport) -> Fingerprint:
     """The fingerprint of a triaged log, made from the same redacted excerpt ``new-bug
     --from-log`` stores as the bug's message, so a log and the bug filed from it agree."""
     from kbgen.redact import redact_text
-    from kbgen.triage import _readable
+    from kbgen.triage import readable_lines
 
-    lines = _readable(report.matches[0].excerpt) if report.matches else _readable(report.tail)
+    lines = readable_lines(report.matches[0].excerpt) if report.matches else readable_lines(report.tail)
     return fingerprint_of(redact_text("\n".join(lines)))
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kbgen.seen.fingerprint import fingerprint_of
+from kbgen.fingerprint import fingerprint_of
 from kbgen.seen.known import known_bugs
 
 if TYPE_CHECKING:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kbgen import clock
-from kbgen.bugs.edit import _event, save_bug
-from kbgen.models import CLOSED_STATUSES, EventKind, Status
+from kbgen.bugs.edit import history_event, save_bug
+from kbgen.models import CLOSED_STATUSES, EventKind, Occurrence, Status
 from kbgen.redact import redact_text
-from kbgen.seen.records import Occurrence
 
 if TYPE_CHECKING:
     from kbgen.models import Bug
@@ -56,7 +55,7 @@ def mark_duplicate(kb: Kb, entry: Entry[Bug], original: str, note: str | None) -
             return {}
         text = f"duplicate of {target}" + (f": {redact_text(note, user='')}" if note else "")
         kind = EventKind.status if bug.status != Status.duplicate else EventKind.note
-        event = _event(kind, note=text, **{"from": bug.status.value, "to": Status.duplicate.value})
+        event = history_event(kind, note=text, **{"from": bug.status.value, "to": Status.duplicate.value})
         related = bug.related if target in bug.related else [*bug.related, target]
         return {
             "status": Status.duplicate,

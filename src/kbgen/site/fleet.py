@@ -15,7 +15,7 @@ from kbgen.fleet.facts import node_views
 from kbgen.fleet.model import NodeView
 from kbgen.fleet.store import file_name, load_nodes
 from kbgen.site.data import SiteData
-from kbgen.site.render import render
+from kbgen.templating import render
 
 FLEET = "fleet/index.md"
 #: key fact -> column heading on the Fleet page

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 import yaml
 
+from kbgen import templating
 from kbgen.errors import EntryError, KbgenError, Problem
 from kbgen.kinds import BUG, KINDS, R, RecordKind
 from kbgen.links import RefMemo
@@ -204,7 +205,7 @@ def generate(
 ) -> list[Page]:
     """Every page of the site; with ``cache``, pages whose inputs did not change are reused."""
     cache = cache if cache is not None else PageCache()
-    digest = templates_digest or render.fingerprint(env)
+    digest = templates_digest or templating.fingerprint(env)
     fresh: dict[str, str] = {}
     pages = []
     for page, fn, args, deps in _plan(site):

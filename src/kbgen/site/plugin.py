@@ -26,10 +26,10 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page as MkPage
 
-from kbgen import clock, layers
+from kbgen import clock, layers, mdsafe, templating
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
-from kbgen.site import devserver, mdsafe, navmemo, output, pages, rawhtml, render
+from kbgen.site import devserver, navmemo, output, pages, rawhtml, render
 from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.site.fleet import FLEET
 from kbgen.store import Project, find_project
@@ -97,7 +97,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         except KbgenError as exc:
             raise PluginError(f"kbgen: {exc}") from None
         if self.env is None:
-            self.env = render.make_environment(render.template_dirs(self.project.root), html_nonce=self.nonce)
+            self.env = render.make_environment(
+                templating.template_dirs(self.project.root), html_nonce=self.nonce
+            )
         if ASSET_CSS not in config.extra_css:
             config.extra_css.append(ASSET_CSS)
         if ASSET_JS not in [str(script) for script in config.extra_javascript]:
@@ -150,7 +152,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             )
             for problem in warnings:
                 log.warning(problem.format())
-            digest = render.fingerprint(self.env)
+            digest = templating.fingerprint(self.env)
             if digest != self.templates_digest:
                 # a new override shadows a cached packaged template whose file did not change
                 self.env.cache.clear()
@@ -323,7 +325,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None
         devserver.install(server, config.dev_addr.host)  # no answer to a foreign Host: header
-        for folder in [self.project.kb, *render.template_dirs(self.project.root)]:
+        for folder in [self.project.kb, *templating.template_dirs(self.project.root)]:
             if folder.is_dir():  # a templates/ made later is seen at the next start
                 server.watch(str(folder))
         return server

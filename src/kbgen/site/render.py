@@ -1,20 +1,10 @@
-"""The Jinja environment and one function per page kind; each returns Markdown text.
-
-Templates come from the project's ``templates/`` first, then the copy packaged with kbgen (a
-wheel carries them as ``kbgen/templates``), then a source checkout's ``templates/``, so a team
-can override one template and keep the others.
-
-Every ``{{ value }}`` is escaped to literal Markdown unless it is :class:`~markupsafe.Markup`
-made on purpose by a filter (``fence``, ``code``, ``body``) or a macro: user text is data.
+"""One function per page kind, each returning Markdown text, and the site's Jinja environment:
+:mod:`kbgen.templating`'s, plus what only a page has (links between records, badges, marks, charts).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import html
-import json
-import traceback
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -22,10 +12,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-import kbgen
-from kbgen.errors import KbgenError, relpath
+from kbgen import mdsafe, templating
 from kbgen.models import Likelihood, Status
-from kbgen.site import mdsafe
 from kbgen.site.data import (
     BUGS,
     CAUSES,
@@ -39,61 +27,18 @@ from kbgen.site.data import (
     page_uri,
     relative,
 )
-from kbgen.site.text import (
+from kbgen.site.filters import (
     dashboard_charts,
-    escape_html,
-    first_sentence,
     html_link,
     icon,
     link_bug_ids,
     mark,
-    readable_pattern,
     record_link,
     task,
 )
+from kbgen.templating import render
 
 _LIKELIHOOD_RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
-
-
-class TemplateError(KbgenError):
-    """A template that does not parse or fails while rendering; names file:line."""
-
-
-def template_dirs(project_root: Path | None = None) -> list[Path]:
-    """Where templates are looked up (site pages and new-bug alike), first match wins: project,
-    packaged copy, source checkout.
-
-    The project's ``templates/`` is listed even before it exists, so a first override counts.
-    """
-    package = Path(kbgen.__file__).resolve().parent
-    candidates = [package / "templates"]
-    if package.parent.name == "src":  # a source checkout: <repo>/src/kbgen, templates in <repo>
-        candidates.append(package.parent.parent / "templates")
-    seen = [(project_root / "templates").resolve()] if project_root is not None else []
-    for folder in candidates:
-        if folder.is_dir() and folder.resolve() not in seen:
-            seen.append(folder.resolve())
-    return seen
-
-
-def _finalize(value: Any) -> Any:
-    if isinstance(value, Markup):
-        return value
-    if value is None:
-        return Markup("")
-    if isinstance(value, Enum):
-        value = value.value
-    return mdsafe.inline(value)
-
-
-def _when(value: Any) -> str:
-    if value is None or value == "":
-        return ""
-    if isinstance(value, dt.datetime):
-        return value.strftime("%Y-%m-%d %H:%M")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    return str(value)
 
 
 @jinja2.pass_context
@@ -146,37 +91,12 @@ def _body(context: Any, text: str, top: int = 3) -> Markup:
 
 
 def make_environment(dirs: list[Path], *, html_nonce: str = "") -> jinja2.Environment:
-    """A Jinja environment over ``dirs`` with kbgen's filters; undefined names are errors.
+    """The site's Jinja environment over ``dirs``: the template filters, plus links, badges and marks.
 
     ``html_nonce``: the site plugin builds the pages and lifts big HTML tables, marked with this
     secret, out of Markdown's way (:mod:`kbgen.site.rawhtml`)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
-        autoescape=True,  # with _finalize: anything not Markup becomes literal Markdown
-        finalize=_finalize,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        # No stat of every template on every page: the site compares fingerprint() per build
-        # and clears the cache when a template changed.
-        auto_reload=False,
-    )
-    env.filters.update(
-        inline=mdsafe.inline,
-        fence=mdsafe.fence,
-        code=mdsafe.code,
-        body=_body,
-        md=_md,
-        source_link=mdsafe.link,
-        when=_when,
-        first_sentence=first_sentence,
-        readable_pattern=readable_pattern,
-        json=lambda v: Markup(json.dumps(v, ensure_ascii=False)),
-        text=escape_html,  # text inside a raw HTML element
-        # for the `title:` key: the theme prints page titles unescaped (and unescapes H1 text)
-        html=lambda v: html.escape(str(v), quote=True),
-    )
+    env = templating.make_environment(dirs)
+    env.filters.update(body=_body, md=_md)  # the same filters, with bug ids linked to their pages
     env.globals.update(
         href=_href,
         link=_link,
@@ -199,62 +119,6 @@ def make_environment(dirs: list[Path], *, html_nonce: str = "") -> jinja2.Enviro
         html_nonce=html_nonce,
     )
     return env
-
-
-def fingerprint(env: jinja2.Environment) -> str:
-    """A digest of every template the environment can load, as it resolves them."""
-    digest = hashlib.sha256()
-    for name in sorted(env.list_templates(extensions=["j2"])):
-        source, _, _ = env.loader.get_source(env, name)  # type: ignore[union-attr]
-        digest.update(name.encode() + b"\0" + source.encode() + b"\0")
-    return digest.hexdigest()
-
-
-def render(env: jinja2.Environment, name: str, **context: Any) -> str:
-    """Render template ``name``; a broken template raises TemplateError naming file:line."""
-    return render_template(load(env, name), name, **context)
-
-
-def load(env: jinja2.Environment, name: str) -> jinja2.Template:
-    """Template ``name`` from the search path; one that is missing or does not parse is a TemplateError."""
-    try:
-        return env.get_template(name)
-    except jinja2.TemplateSyntaxError as exc:
-        raise syntax_error(exc, name) from None
-    except jinja2.TemplateNotFound as exc:
-        raise TemplateError(
-            f"template {exc.name} not found in {', '.join(map(str, env.loader.searchpath))}"  # type: ignore[union-attr]
-        ) from None
-
-
-def syntax_error(exc: jinja2.TemplateSyntaxError, name: str) -> TemplateError:
-    where = f"{relpath(Path(exc.filename))}:{exc.lineno}" if exc.filename else f"{name}:{exc.lineno}"
-    return TemplateError(f"{where}: {exc.message}", hint="fix the template syntax")
-
-
-def render_template(template: jinja2.Template, name: str, **context: Any) -> str:
-    """Render a loaded template; any failure is a TemplateError naming the template's file:line."""
-    try:
-        return template.render(**context)
-    except jinja2.TemplateSyntaxError as exc:  # an {% include %} of a template that does not parse
-        raise syntax_error(exc, name) from None
-    except Exception as exc:  # a template runs code: any failure is reported as template:line
-        where = _template_frame(exc) or name
-        what = (
-            exc.message
-            if isinstance(exc, jinja2.TemplateError) and exc.message
-            else f"{type(exc).__name__}: {exc}"
-        )
-        raise TemplateError(f"{where}: {what}", hint=f"while rendering {context.get('here', name)}") from None
-
-
-def _template_frame(exc: BaseException) -> str | None:
-    """``file:line`` of the innermost template frame in ``exc``'s traceback."""
-    found = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if frame.filename.endswith(".j2"):
-            found = f"{relpath(Path(frame.filename))}:{frame.lineno}"
-    return found
 
 
 # --------------------------------------------------------------------------- pages

@@ -314,12 +314,12 @@ def draft_from_text(text: str, kb: Kb, name: str, compiled: Compiled | None = No
 def _draft(report: TriageReport) -> LogDraft:
     if report.matches:
         top = report.matches[0]
-        excerpt, title_line, error = _readable(top.excerpt), top.lines[0].text, top.error
+        excerpt, title_line, error = readable_lines(top.excerpt), top.lines[0].text, top.error
         for line in top.lines:
             if line.number == top.first_line:
                 title_line = line.text
     else:
-        excerpt, error = redact_text("\n".join(_readable(report.tail)[-20:])).split("\n"), None
+        excerpt, error = redact_text("\n".join(readable_lines(report.tail)[-20:])).split("\n"), None
         candidates = [line for line in excerpt if _EXCEPTION_LINE.search(line)]
         title_line = candidates[-1] if candidates else next((x for x in reversed(excerpt) if x.strip()), "")
     site = failure_site(excerpt)
@@ -345,7 +345,7 @@ _ACRONYMS = {"cuda": "CUDA", "cpu": "CPU", "gpu": "GPU", "nccl": "NCCL", "ecc": 
 _ACRONYMS |= {"cudnn": "cuDNN", "oom": "OOM"}
 
 
-def _readable(lines: list[str]) -> list[str]:
+def readable_lines(lines: list[str]) -> list[str]:
     """Log lines without progress bars, and C++ ``what():`` prefixes dropped."""
     return [_WHAT.sub("", line) for line in lines if not _PROGRESS.search(line)]
 

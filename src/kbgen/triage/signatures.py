@@ -58,7 +58,7 @@ class CompiledSignature:
     at_end: bool = False
 
 
-def _options(*, never_nl: bool, max_mem: int = PATTERN_MEM) -> Any:
+def re2_options(*, never_nl: bool, max_mem: int = PATTERN_MEM) -> Any:
     options = re2.Options()
     options.log_errors = False
     options.never_nl = never_nl
@@ -69,7 +69,7 @@ def _options(*, never_nl: bool, max_mem: int = PATTERN_MEM) -> Any:
 def compile_exact(pattern: str) -> Any:
     """The pattern as RE2 runs it on one line; SignatureError when it cannot, or should not."""
     try:
-        compiled = re2.compile(pattern, _options(never_nl=False))
+        compiled = re2.compile(pattern, re2_options(never_nl=False))
     except re2.error as exc:
         reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise SignatureError(f"RE2 cannot run this pattern ({reason}); {RE2_LIMITS}") from None
@@ -84,7 +84,7 @@ def compile_exact(pattern: str) -> Any:
 
 def compile_screen(pattern: str) -> Any:
     """The pattern without line anchors, never crossing a line break (see the module doc)."""
-    return re2.compile(without_anchors(pattern), _options(never_nl=True))
+    return re2.compile(without_anchors(pattern), re2_options(never_nl=True))
 
 
 def signature_problems(pattern: str) -> list[str]:
@@ -146,7 +146,7 @@ class Screen:
 
     def __init__(self, signatures: list[CompiledSignature]) -> None:
         self.signatures = signatures
-        self._set: Any = re2.Set.SearchSet(_options(never_nl=True, max_mem=SET_MEM))
+        self._set: Any = re2.Set.SearchSet(re2_options(never_nl=True, max_mem=SET_MEM))
         try:
             for signature in signatures:
                 self._set.Add(without_anchors(signature.exact.pattern))

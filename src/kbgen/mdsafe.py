@@ -50,6 +50,11 @@ def inline(text: object) -> Markup:
     return Markup(flat.translate(_INLINE_TABLE))
 
 
+def escape_html(value: object) -> Markup:
+    """``value`` as text inside an HTML element (a raw-HTML table cell, which Markdown leaves alone)."""
+    return Markup(html.escape("" if value is None else str(getattr(value, "value", value)), quote=True))
+
+
 def longest_run(text: str, char: str = "`") -> int:
     """Length of the longest run of ``char`` in ``text``."""
     runs = re.findall(re.escape(char) + "+", text)

@@ -6,12 +6,12 @@ See :mod:`kbgen.judge`, which runs them with its own checks.
 from __future__ import annotations
 
 from kbgen.envdata import major_minor
-from kbgen.judge import CPU_ISA, LIBS, VM_CPU, WSL, Scalar, Verdict, _text
+from kbgen.judge.verdict import CPU_ISA, LIBS, VM_CPU, WSL, Scalar, Verdict, text_of
 
 
 def cuda_wheels(f: dict[str, Scalar]) -> Verdict:
     check = "cuda-wheels"
-    wheels = _text(f.get("packages.nvidia_wheels"))
+    wheels = text_of(f.get("packages.nvidia_wheels"))
     if not wheels:
         return Verdict(check, "unknown", LIBS, "no nvidia-* wheels are listed")
     by_lib: dict[str, set[str]] = {}
@@ -31,7 +31,7 @@ def cuda_wheels(f: dict[str, Scalar]) -> Verdict:
             ),
         )
     majors = {m for s in by_lib.values() for m in s}
-    runtime = major_minor(_text(f.get("torch-build.cuda")))
+    runtime = major_minor(text_of(f.get("torch-build.cuda")))
     if runtime and majors and str(runtime[0]) not in majors:
         return Verdict(
             check,
@@ -47,7 +47,7 @@ def cuda_wheels(f: dict[str, Scalar]) -> Verdict:
 
 def wsl(f: dict[str, Scalar]) -> Verdict:
     check = "wsl"
-    wsl = _text(f.get("system.wsl"))
+    wsl = text_of(f.get("system.wsl"))
     if not wsl or wsl == "no":
         return Verdict(
             check, "unknown" if not wsl else "pass", WSL, "not WSL" if wsl else "WSL is not stated"
@@ -76,11 +76,11 @@ def wsl(f: dict[str, Scalar]) -> Verdict:
 
 def cpu_isa(f: dict[str, Scalar]) -> Verdict:
     check = "cpu-isa"
-    flags = _text(f.get("cpu.flags"))
+    flags = text_of(f.get("cpu.flags"))
     if flags is None:
         return Verdict(check, "unknown", CPU_ISA, "the CPU's flags are not known")
     have = set(flags.split())
-    model = (_text(f.get("cpu.model")) or "").lower()
+    model = (text_of(f.get("cpu.model")) or "").lower()
     virtual = "hypervisor" in have or any(w in model for w in ("qemu", "virtual", "kvm"))
     cause = VM_CPU if virtual else CPU_ISA
     lacking = [n for n in ("avx", "avx2", "fma") if n not in have]

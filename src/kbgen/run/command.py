@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from kbgen import errorfile
-from kbgen.runstop import Stopper, group_options, terminal_foreground
+from kbgen.run import errorfile
+from kbgen.run.stop import Stopper, group_options, terminal_foreground
 
 #: lines kept from the end of the output
 TAIL_LINES = 400

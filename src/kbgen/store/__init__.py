@@ -19,11 +19,11 @@ from typing import Any, Generic, Protocol, overload
 from pydantic import ValidationError
 
 from kbgen import layers
-from kbgen.bugs.leftovers import set_aside_leftovers
 from kbgen.errors import EntryError, KbgenError, KbNotFoundError, Problem, UnknownIdError, relpath
 from kbgen.fileio import MAX_ENTRY_BYTES, Unreadable, atomic_write, read_limited
 from kbgen.kinds import BUG, CAUSE, ERROR, FIX, KINDS, KNOWLEDGE, R, RecordKind
 from kbgen.models import BUG_ID_RE, SLUG_RE, Bug, ErrorType, Fix, Record, RootCause
+from kbgen.store.leftovers import set_aside_leftovers
 from kbgen.yamlio import FrontmatterError, Parsed, parse_document, validation_problems
 
 __all__ = ["MAX_ENTRY_BYTES", "atomic_write"]  # kept here for the modules that write records

@@ -6,39 +6,33 @@ Facts come in under the names the probes give them (``gpu.capability``, ``torch-
 that names the fix. Facts the text does not state but that follow from one that it does (the
 capability of a named GPU, the arch list of an official build, the CUDA a driver supports) are
 looked up in :mod:`kbgen.envdata` first, and reported as derived.
+
+The checks of the GPU, the driver and the torch build live here; :mod:`kbgen.judge.host` holds
+those of the rest of the machine, and :mod:`kbgen.judge.verdict` what all of them return.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from kbgen import envdata
 from kbgen.envdata import major_minor
+from kbgen.judge.host import cpu_isa, cuda_wheels, wsl
+from kbgen.judge.verdict import (
+    ARCH,
+    CPU_BUILD,
+    DRIVER_OLD,
+    LIBS,
+    NO_DRIVER,
+    Scalar,
+    Verdict,
+    cleared,
+    indicted,
+    text_of,
+    worst,
+)
 
-Scalar = str | int | float | bool | None
-RANK = {"fail": 0, "warn": 1, "unknown": 2, "pass": 3}
-
-ARCH = "arch-list-missing-gpu-capability"
-DRIVER_OLD = "torch-cuda-newer-than-driver"
-CPU_BUILD = "cpu-only-torch-build"
-NO_DRIVER = "driver-missing-or-broken"
-LIBS = "library-version-mismatch"
-WSL = "wsl-driver-library-mismatch"
-CPU_ISA = "cpu-lacks-wheel-instruction-set"
-VM_CPU = "vm-cpu-model-hides-features"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    check: str
-    status: str
-    cause: str | None
-    message: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+__all__ = ["Scalar", "Verdict", "cleared", "complete", "indicted", "judge", "worst"]
 
 
 def complete(facts: Mapping[str, Scalar]) -> tuple[dict[str, Scalar], dict[str, str]]:
@@ -51,23 +45,27 @@ def complete(facts: Mapping[str, Scalar]) -> tuple[dict[str, Scalar], dict[str, 
             out[key] = value
             derived[key] = how
 
-    version = _text(out.get("torch-build.version"))
+    version = text_of(out.get("torch-build.version"))
     if version and "+cpu" in version:
         put("torch-build.cpu_only", True, "the version's +cpu suffix")
     if version and (suffix := _cu_suffix(version)):
         put("torch-build.cuda", suffix, "the version's +cu suffix")
     if not _is_amd(out):
-        put("gpu.capability", envdata.capability_of(_text(out.get("gpu.name"))), "NVIDIA's list, by GPU name")
+        put(
+            "gpu.capability",
+            envdata.capability_of(text_of(out.get("gpu.name"))),
+            "NVIDIA's list, by GPU name",
+        )
     if version and not out.get("torch-build.cpu_only") and not out.get("torch-build.hip"):
         put(
             "torch-build.arch_list",
-            envdata.arch_list(version, _text(out.get("torch-build.cuda"))),
+            envdata.arch_list(version, text_of(out.get("torch-build.cuda"))),
             "the official build's arch list",
         )
-    windows = "windows" in (_text(out.get("system.os")) or "").lower()
+    windows = "windows" in (text_of(out.get("system.os")) or "").lower()
     put(
         "gpu.driver_cuda",
-        envdata.driver_supports(_text(out.get("gpu.driver")), windows),
+        envdata.driver_supports(text_of(out.get("gpu.driver")), windows),
         "the CUDA toolkit's minimum-driver table",
     )
     return out, derived
@@ -75,28 +73,8 @@ def complete(facts: Mapping[str, Scalar]) -> tuple[dict[str, Scalar], dict[str, 
 
 def judge(facts: Mapping[str, Scalar]) -> list[Verdict]:
     """Every check's verdict on ``facts`` (derived facts are added first)."""
-    from kbgen.judge_host import cpu_isa, cuda_wheels, wsl
-
     full, _ = complete(facts)
     return [check(full) for check in (_cpu_build, _arch, _driver, _toolkit, cuda_wheels, wsl, cpu_isa)]
-
-
-def worst(verdicts: list[Verdict]) -> str:
-    return min((v.status for v in verdicts), key=RANK.__getitem__, default="unknown")
-
-
-def indicted(verdicts: list[Verdict]) -> list[tuple[str, str]]:
-    """``(cause, status)`` for the causes failing or warning checks indict, worst first."""
-    seen: dict[str, str] = {}
-    for verdict in sorted(verdicts, key=lambda v: RANK[v.status]):
-        if verdict.cause and verdict.status in ("fail", "warn") and verdict.cause not in seen:
-            seen[verdict.cause] = verdict.status
-    return list(seen.items())
-
-
-def cleared(verdicts: list[Verdict]) -> set[str]:
-    """Causes a passing check rules out."""
-    return {v.cause for v in verdicts if v.status == "pass" and v.cause}
 
 
 # --------------------------------------------------------------------------- checks
@@ -121,7 +99,7 @@ def _cpu_build(f: dict[str, Scalar]) -> Verdict:
             ).replace("  ", " "),
         )
     if cpu_only is True:
-        if _text(f.get("toolkit.nvcc")):
+        if text_of(f.get("toolkit.nvcc")):
             return Verdict(
                 check,
                 "warn",
@@ -146,11 +124,11 @@ def _arch(f: dict[str, Scalar]) -> Verdict:
             ARCH,
             "an AMD GPU: CUDA architectures do not apply",
         )
-    cap = major_minor(_text(f.get("gpu.capability")))
-    name = _text(f.get("gpu.name")) or "the GPU"
+    cap = major_minor(text_of(f.get("gpu.capability")))
+    name = text_of(f.get("gpu.name")) or "the GPU"
     if f.get("torch-build.incompatible_gpu") is True and cap is not None:
         how = _how_to_get(cap)
-        archs_now = _text(f.get("torch-build.arch_list")) or "other GPUs"
+        archs_now = text_of(f.get("torch-build.arch_list")) or "other GPUs"
         return Verdict(
             check,
             "fail",
@@ -161,7 +139,7 @@ def _arch(f: dict[str, Scalar]) -> Verdict:
             ),
         )
     if f.get("torch-build.gpu_too_old") is True:
-        floor = _text(f.get("torch-build.min_capability"))
+        floor = text_of(f.get("torch-build.min_capability"))
         need = f" (this torch needs {floor} or newer)" if floor else ""
         return Verdict(
             check,
@@ -174,14 +152,14 @@ def _arch(f: dict[str, Scalar]) -> Verdict:
                 "it, or use a newer GPU"
             ),
         )
-    archs = _text(f.get("torch-build.arch_list"))
+    archs = text_of(f.get("torch-build.arch_list"))
     if cap is not None and not archs and not f.get("torch-build.cuda") and not f.get("torch-build.cpu_only"):
         every = {
             envdata.arch_runs(cap, a.split())[0]
-            for a in envdata.arch_lists(_text(f.get("torch-build.version")))
+            for a in envdata.arch_lists(text_of(f.get("torch-build.version")))
         }
         if every == {"fail"}:
-            archs = envdata.arch_lists(_text(f.get("torch-build.version")))[-1]
+            archs = envdata.arch_lists(text_of(f.get("torch-build.version")))[-1]
     if cap is None or not archs:
         missing = "the GPU's compute capability" if cap is None else "the torch build's arch list"
         return Verdict(check, "unknown", ARCH, f"{missing} is not known")
@@ -215,8 +193,8 @@ def _driver(f: dict[str, Scalar]) -> Verdict:
                 "and the NVIDIA container toolkit)"
             ),
         )
-    runtime = _text(f.get("torch-build.cuda"))
-    driver = _text(f.get("gpu.driver_cuda"))
+    runtime = text_of(f.get("torch-build.cuda"))
+    driver = text_of(f.get("gpu.driver_cuda"))
     told = f.get("torch-build.driver_too_old") is True
     if told and not (runtime and driver):
         have = f"supports CUDA {driver}" if driver else "is older than torch needs"
@@ -240,9 +218,9 @@ def _driver(f: dict[str, Scalar]) -> Verdict:
             check, "pass", DRIVER_OLD, f"the driver supports CUDA {driver} >= torch's CUDA {runtime}"
         )
     available = f.get("torch-build.cuda_available") is True
-    windows = "windows" in (_text(f.get("system.os")) or "").lower()
+    windows = "windows" in (text_of(f.get("system.os")) or "").lower()
     floor = envdata.minor_floor(r[0], windows)
-    version = envdata.version_tuple(_text(f.get("gpu.driver")))
+    version = envdata.version_tuple(text_of(f.get("gpu.driver")))
     minor_ok = r[0] == d[0] and r[0] >= 11 and (floor is None or version is None or version >= floor)
     if minor_ok or available:
         how = "minor-version compatibility" if minor_ok else "forward compatibility (CUDA available to torch)"
@@ -271,8 +249,8 @@ def _driver(f: dict[str, Scalar]) -> Verdict:
 def _toolkit(f: dict[str, Scalar]) -> Verdict:
     check = "toolkit-runtime"
     toolkit, runtime = (
-        major_minor(_text(f.get("toolkit.nvcc"))),
-        major_minor(_text(f.get("torch-build.cuda"))),
+        major_minor(text_of(f.get("toolkit.nvcc"))),
+        major_minor(text_of(f.get("torch-build.cuda"))),
     )
     if toolkit is None or runtime is None:
         return Verdict(check, "unknown", None, "the nvcc toolkit or torch's CUDA version is not known")
@@ -305,10 +283,6 @@ def _how_to_get(cap: tuple[int, int]) -> str:
     )
 
 
-def _text(value: Scalar) -> str | None:
-    return None if value is None or value == "" else str(value)
-
-
 def _cu_suffix(version: str) -> str | None:
     import re
 
@@ -320,7 +294,7 @@ def _cu_suffix(version: str) -> str | None:
 
 
 def _is_amd(f: Mapping[str, Scalar]) -> bool:
-    name = (_text(f.get("gpu.name")) or "").lower()
+    name = (text_of(f.get("gpu.name")) or "").lower()
     return any(w in name for w in ("radeon", "gfx", "amd ", "instinct", "ellesmere"))
 
 
@@ -331,7 +305,7 @@ def _nvidia_present(f: Mapping[str, Scalar]) -> bool:
 
 
 def _build_label(f: Mapping[str, Scalar]) -> str:
-    version, cuda = _text(f.get("torch-build.version")), _text(f.get("torch-build.cuda"))
+    version, cuda = text_of(f.get("torch-build.version")), text_of(f.get("torch-build.cuda"))
     if version:
         return f"torch {version}" + (f" (CUDA {cuda})" if cuda and "+cu" not in version else "")
     return "this torch"

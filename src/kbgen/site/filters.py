@@ -1,7 +1,5 @@
-"""Pieces of page text that need more than escaping: status marks, bug-id links, short summaries, charts.
-
-Used by the page templates through :mod:`kbgen.render`.
-"""
+"""What the page templates get beyond the text filters: status marks and icons, links between
+records, bug ids turned into links, and the dashboard's charts (see :mod:`kbgen.site.render`)."""
 
 from __future__ import annotations
 
@@ -13,8 +11,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from kbgen import mdsafe
 from kbgen.kinds import KINDS
-from kbgen.site import charts, mdsafe
+from kbgen.models import BUG_ID
+from kbgen.site import charts
 from kbgen.site.data import SiteData, page_uri, relative
 
 #: The mark shown beside a probe result, a progress step or a tried fix: a Material icon
@@ -55,14 +55,9 @@ def task(state: Enum) -> Markup:
 # outside them becomes a link.
 _BUG_REF_RE = re.compile(
     r"(?P<skip>(?P<ticks>`+).*?(?P=ticks)|\[[^\]\n]*\]\([^)\n]*\)|<code>[^<]*</code>|<[^>\n]*>)"
-    r"|(?<![\w/#.-])(?P<bug>BUG-\d{8}-\d{3,})(?![\w-])",
+    rf"|(?<![\w/#.-])(?P<bug>{BUG_ID})(?![\w-])",
     re.DOTALL,
 )
-
-
-def escape_html(value: Any) -> Markup:
-    """``value`` as text inside an HTML element (a raw-HTML table cell, which Markdown leaves alone)."""
-    return Markup(html.escape("" if value is None else str(getattr(value, "value", value)), quote=True))
 
 
 def record_link(context: Any, kind: str, record_id: str) -> tuple[str, str] | None:
@@ -82,9 +77,9 @@ def html_link(context: Any, kind: str, record_id: str) -> Markup:
     ``.md`` path a site URL."""
     found = record_link(context, kind, record_id)
     if found is None:
-        return escape_html(record_id)
+        return mdsafe.escape_html(record_id)
     label, target = found
-    return Markup(f'<a href="{html.escape(target, quote=True)}">{escape_html(label)}</a>')
+    return Markup(f'<a href="{html.escape(target, quote=True)}">{mdsafe.escape_html(label)}</a>')
 
 
 def link_bug_ids(text: str, bugs: Any, here: str) -> str:
@@ -103,20 +98,6 @@ def link_bug_ids(text: str, bugs: Any, here: str) -> str:
     )
 
 
-_SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)`'\"])[.;:](?=\s+[A-Z(`])")
-
-
-def first_sentence(text: Any, limit: int = 160) -> str:
-    """The first sentence of ``text`` on one line, cut at a word near ``limit`` characters."""
-    flat = " ".join(str(text).split())
-    end = _SENTENCE_END_RE.search(flat)
-    short = flat[: end.start() + 1] if end else flat
-    if len(short) > limit:
-        cut = short[:limit].rsplit(" ", 1)[0].rstrip(",;:")
-        short = cut + " …" if cut.count("`") % 2 == 0 else cut + "` …"
-    return short
-
-
 def dashboard_charts(site: SiteData, top: int = 10) -> dict[str, Markup]:
     """The dashboard's SVG charts: opened and closed per week, open bugs by error and severity."""
     weeks = [(day.strftime("%b %d"), opened, closed) for day, opened, closed in site.weekly()]
@@ -132,17 +113,3 @@ def dashboard_charts(site: SiteData, top: int = 10) -> dict[str, Markup]:
         "by_error": Markup(charts.hbars(by_error, "Open bugs by error type")) if by_error else Markup(""),
         "by_severity": Markup(charts.hbars(by_sev, "Open bugs by severity")),
     }
-
-
-_ESCAPED_RE = re.compile(r"\\([^\w\s])")
-_META_RE = re.compile(r"[\[\](){}|*+?^$\\]")
-
-
-def readable_pattern(regex: str) -> str:
-    """A signature regex as the log line it matches when it is plain text with escapes
-    (``Illegal instruction \\(core dumped\\)`` reads as ``Illegal instruction (core dumped)``);
-    the regex itself when it uses alternatives, classes or repeats."""
-    plain = regex.replace(r"\b", "")
-    if _META_RE.search(_ESCAPED_RE.sub("", plain)):
-        return regex
-    return _ESCAPED_RE.sub(r"\1", plain)
