@@ -1,5 +1,7 @@
-"""Guards that keep the code base the shape a newcomer can read: module size, CLI choices that
-are the models' own values, and a probe runner that travels to nodes with nothing but Python."""
+"""Guards that keep the code base the shape a newcomer can read: no import loop between modules or
+between parts of kbgen (``python tests/importgraph.py`` prints the parts), the records below the
+site, a bug written without the site, module size, CLI choices that are the models' own values,
+and a probe runner that travels to nodes with nothing but Python."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ from pathlib import Path
 import click
 import pytest
 
+from importgraph import SRC, imports, loops, parts_graph
 from kbgen.cli import bug as bug_cli
 from kbgen.cli import records as records_cli
 from kbgen.fleet.ship import PACKAGE, RUNNER_FILES
 from kbgen.vocab import AttemptOutcome, Severity, Status, StepState
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "kbgen"
 MAX_LINES = 400
 #: the oldest Python a node may run the shipped runner with (probes/worker.py says so too)
 OLDEST_NODE_PYTHON = (3, 8)
@@ -33,88 +35,23 @@ BELOW_SITE = (
 )
 
 
-def _module(path: Path) -> str:
-    parts = path.relative_to(SRC.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports() -> dict[str, set[str]]:
-    """Module -> the kbgen modules it imports anywhere: at the top, inside functions, and under
-    ``if TYPE_CHECKING:`` alike (a loop of type-only imports is a loop to a reader)."""
-    paths = {_module(p): p for p in SRC.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                found.update(a.name for a in node.names if a.name in paths)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*up, base] if base else up)
-                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in paths else base for a in node.names)
-        graph[name] = {m for m in found if m in paths and m != name}
-    return graph
-
-
-def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The groups of modules that import each other, directly or round about (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    loops: list[list[str]] = []
-
-    def visit(name: str) -> None:
-        index[name] = low[name] = len(index)
-        stack.append(name)
-        for other in sorted(graph[name]):
-            if other not in index:
-                visit(other)
-                low[name] = min(low[name], low[other])
-            elif other in stack:
-                low[name] = min(low[name], index[other])
-        if low[name] == index[name]:
-            group = stack[stack.index(name) :]
-            del stack[stack.index(name) :]
-            if len(group) > 1:
-                loops.append(sorted(group))
-
-    for name in sorted(graph):
-        if name not in index:
-            visit(name)
-    return loops
-
-
 def test_no_modules_import_each_other_in_a_loop() -> None:
-    loops = _loops(_imports())
-    assert loops == [], f"these modules import each other (type-only imports count): {loops}"
-
-
-def _part(module: str) -> str:
-    """The part of kbgen a module belongs to: its sub-package (``kbgen.site``), or itself when it
-    is a module of kbgen's top level (``kbgen.models``)."""
-    return ".".join(module.split(".")[:2])
+    found = loops(imports())
+    assert found == [], f"these modules import each other (type-only imports count): {found}"
 
 
 def test_no_parts_import_each_other_in_a_loop() -> None:
     """Sub-packages and top-level modules, each taken whole, import each other in no loop either:
     a module deep in one package that imports another package that imports the first back is
     the tangle that makes a newcomer's change go wrong."""
-    graph: dict[str, set[str]] = {}
-    for name, deps in _imports().items():
-        graph.setdefault(_part(name), set()).update(_part(m) for m in deps if _part(m) != _part(name))
-    for deps in list(graph.values()):
-        for dep in deps:
-            graph.setdefault(dep, set())
-    assert _loops(graph) == [], "these parts of kbgen import each other"
+    graph = parts_graph(imports())
+    assert loops(graph) == [], "these parts of kbgen import each other"
 
 
 def test_the_loop_finder_finds_a_loop() -> None:
     """The guards above are only as good as the loop finder: it must see a loop made on purpose."""
-    assert _loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    assert _loops({"a": {"b"}, "b": set()}) == []
+    assert loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert loops({"a": {"b"}, "b": set()}) == []
 
 
 def test_writing_a_bug_loads_neither_the_site_nor_mkdocs(tmp_path: Path) -> None:
@@ -137,7 +74,7 @@ def test_writing_a_bug_loads_neither_the_site_nor_mkdocs(tmp_path: Path) -> None
 def test_the_records_and_the_fleet_never_import_the_site() -> None:
     upward = {
         name: sorted(m for m in deps if m.startswith("kbgen.site"))
-        for name, deps in _imports().items()
+        for name, deps in imports().items()
         if name.startswith(BELOW_SITE) and any(m.startswith("kbgen.site") for m in deps)
     }
     assert upward == {}
