@@ -4,7 +4,7 @@ On a terminal the command gets a pseudo-terminal, so colours and progress bars l
 without kbgen; otherwise its stdout and stderr stay two pipes, each relayed to ours. What is kept
 for triage is the tail of the output plus the lines that look like errors, however long the log.
 Relaying ends when the command exits, not when the last holder of its output closes it (a server
-it left running may keep it open). A stop signal kbgen gets is passed on (:mod:`kbgen.runstop`).
+it left running may keep it open). A stop signal kbgen gets is passed on (:mod:`kbgen.run.stop`).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def python_of(argv: list[str]) -> str | None:
 def run(argv: list[str], *, grace: float, tty: bool | None = None) -> Outcome:
     """Run ``argv``, relaying its output; returns its status and what was kept of the output.
 
-    A stop signal kbgen gets meanwhile is passed on (see :mod:`kbgen.runstop`); the command has
+    A stop signal kbgen gets meanwhile is passed on (see :mod:`kbgen.run.stop`); the command has
     ``grace`` seconds to exit before it is killed.
     """
     if tty is None:
