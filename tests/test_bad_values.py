@@ -236,6 +236,18 @@ def test_schema_out_to_an_unwritable_place(kb_project: Path) -> None:
     assert out.count("\n") == 1
 
 
+def test_a_body_of_unclosed_comments_is_read_in_linear_time(kb_project: Path) -> None:
+    """300,000 ``<!--`` that never close (1.5 MB, under the size limit): a regex that tries each
+    against the rest of the body takes hours; kbgen reads it, and says what is wrong with it."""
+    path = next((kb_project / "kb/bugs").glob(f"{BUG_ID}*.md"))
+    path.write_text(path.read_text() + "<!--\n" * 300_000)
+    result = kbgen("validate", cwd=kb_project, env=NOW)
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode in (0, 1), result.stderr
+    shown = kbgen("show", BUG_ID, cwd=kb_project, env=NOW)
+    assert shown.returncode == 0, shown.stderr
+
+
 def test_running_from_a_deleted_folder(tmp_path: Path) -> None:
     script = 'mkdir gone && cd gone && rmdir ../gone && exec "$0" -m kbgen list'
     result = subprocess.run(
