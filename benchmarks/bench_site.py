@@ -4,7 +4,8 @@
    <= 1.10 x  ``mkdocs build`` of the same pages written out as plain Markdown files (the output
    of ``kbgen build-pages``) with the plugin switched off.
 2. Edit one bug under ``kbgen serve`` (mkdocs serve, dirty reload): seconds from saving the file
-   to the served page showing the change; goal <= 3 s. ``--full-reload`` is timed once beside it.
+   to the served page showing the change; goal <= 0.5 s at 1,000 bugs and <= 1 s at 10,000.
+   ``--full-reload`` (every page rebuilt) is timed once beside it.
 3. In-process figures: loading and checking the KB, rendering every page cold and from the cache,
    and kbgen's part of a serve rebuild after one bug is saved (files, checks and pages kept from
    the build before) beside a full rebuild.
@@ -286,12 +287,17 @@ def main() -> None:
             bench_builds(root, args.repeat)
         if not args.no_serve:
             dirty = bench_serve(root, args.edits, full=False)
+            goal = 0.5 if args.bugs <= 1000 else 1.0
+            median = statistics.median(dirty)
             print(
-                f"edit one bug, dirty reload: page served after {statistics.median(dirty):.2f} s median "
-                f"(runs: {', '.join(f'{x:.2f}' for x in dirty)}; goal <= 3 s)"
+                f"edit one bug, dirty reload: page served after {median:.2f} s median "
+                f"(runs: {', '.join(f'{x:.2f}' for x in dirty)}; goal <= {goal} s at {args.bugs} bugs)"
             )
             full = bench_serve(root, 1, full=True)
-            print(f"edit one bug, full reload:  page served after {full[0]:.2f} s")
+            print(
+                f"edit one bug, full reload:  page served after {full[0]:.2f} s "
+                f"(dirty reload / full reload = {median / full[0]:.2f})"
+            )
 
 
 if __name__ == "__main__":

@@ -125,6 +125,31 @@ def test_kbgen_serve_reloads_bugs_and_templates(serve: Callable[[list[str]], Ser
     wait_until(lambda: "Our probes" in server.page("probes/"), "new template served")
 
 
+def test_kbgen_serve_rebuilds_once_per_save(serve: Callable[[list[str]], Server]) -> None:
+    """The system tells kbgen serve of changes (no polling): one save is one rebuild, and the
+    build reading kb/ is no change (each read rebuilding again would never stop)."""
+    server = serve([*KBGEN, "serve"])
+    assert "watching for changes by polling" not in server.output()
+    builds = server.output().count("Documentation built in")
+    edit(server.log.parent / BUG, "severity: medium", "severity: high")
+    wait_until(lambda: "kb-sev--high" in server.page("bugs/BUG-20251020-001/"), "edited severity served")
+    time.sleep(3)  # time for a second, unwanted rebuild to start and finish
+    assert server.output().count("Documentation built in") == builds + 1, server.output()
+
+
+def test_kbgen_serve_can_poll_for_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$KBGEN_SERVE_POLL keeps mkdocs' polling watcher, for folders the system reports nothing of."""
+    monkeypatch.setenv("KBGEN_SERVE_POLL", "1")
+    project = make_site_project(tmp_path)
+    server = Server(project, [*KBGEN, "serve"])
+    try:
+        assert "watching for changes by polling" in server.output()
+        edit(project / BUG, "severity: medium", "severity: low")
+        wait_until(lambda: "kb-sev--low" in server.page("bugs/BUG-20251020-001/"), "edited severity served")
+    finally:
+        server.stop()
+
+
 def test_kbgen_serve_reports_a_broken_edit_until_it_is_fixed(serve: Callable[[list[str]], Server]) -> None:
     server = serve([*KBGEN, "serve"])
     edit(server.log.parent / BUG, "severity: medium", "severity: urgent")

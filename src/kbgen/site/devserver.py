@@ -7,15 +7,24 @@ the attacker's host in their ``Host:`` header: the server answers only requests 
 by a loopback name, by the host of ``--dev-addr``, or by a name ``kbgen serve --allow-host``
 adds. A path holding a NUL (``%00``) is a bad request; the server's own file lookup fails on it
 with a 500.
+
+mkdocs finds changes by polling: every half second it lists and stats every watched file, so a
+saved bug waits a quarter of a second on average before the rebuild starts, and more on a large
+KB. :func:`notify_changes` lets the operating system report changes instead (inotify, FSEvents,
+ReadDirectoryChangesW); ``KBGEN_SERVE_POLL=1`` keeps mkdocs' polling, for folders whose changes
+the system does not report (network mounts, WSL's /mnt/c).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 #: the names of this machine's loopback interface, as a browser writes them in ``Host:``
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+#: set to 1 to keep mkdocs' polling watcher (see the module's text)
+POLL_ENV = "KBGEN_SERVE_POLL"
 
 _allowed: frozenset[str] = frozenset()  # the names `kbgen serve --allow-host` adds for this run
 
@@ -94,3 +103,47 @@ def address_taken(dev_addr: str) -> str | None:
                 return f"{dev_addr} is taken: another program already listens on port {port}"
             return None
     return None
+
+
+def notify_changes(server: Any) -> bool:
+    """Have mkdocs' live-reload ``server`` learn of changes from the operating system rather than
+    by polling; the paths it watches so far are watched again through the new observer. False
+    (and the server left as it was) under ``$KBGEN_SERVE_POLL``, or where the system offers only
+    polling, or where this mkdocs keeps its watcher differently."""
+    if os.environ.get(POLL_ENV, "").strip().lower() not in ("", "0", "no", "false", "off"):
+        return False
+    from watchdog import events
+    from watchdog.observers import Observer
+    from watchdog.observers.polling import PollingObserver
+
+    watched = getattr(server, "_watched_paths", None)
+    refs = getattr(server, "_watch_refs", None)
+    old = getattr(server, "observer", None)
+    if not isinstance(watched, dict) or not isinstance(refs, dict) or old is None or old.is_alive():
+        return False
+    observer = Observer()
+    if isinstance(observer, PollingObserver):
+        return False
+    # Changes only: the build itself opens and reads every watched file, and a rebuild for each
+    # "opened" or "closed without writing" event would never end.
+    changes: list[type[events.FileSystemEvent]] = [
+        events.FileCreatedEvent,
+        events.FileDeletedEvent,
+        events.FileModifiedEvent,
+        events.FileMovedEvent,
+    ]
+    schedule = observer.schedule
+
+    def changes_only(handler: Any, path: str, *, recursive: bool = False) -> Any:
+        return schedule(handler, path, recursive=recursive, event_filter=changes)
+
+    observer.schedule = changes_only  # type: ignore[method-assign]
+    old.unschedule_all()
+    server.observer = observer
+    counts = dict(watched)
+    watched.clear()
+    refs.clear()
+    for path, count in counts.items():
+        for _ in range(count):
+            server.watch(path)
+    return True

@@ -328,6 +328,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         for folder in [self.project.kb, *templating.template_dirs(self.project.root)]:
             if folder.is_dir():  # a templates/ made later is seen at the next start
                 server.watch(str(folder))
+        if not devserver.notify_changes(server):
+            log.info("watching for changes by polling every half second")
         return server
 
 
