@@ -34,10 +34,14 @@ class Live:
 
     def __init__(self, root: Path) -> None:
         self.project = Project(root)
-        self.env = render.make_environment(templating.template_dirs(root))
+        self.env = self.environment()  # the server's, kept across rebuilds (row memo included)
         self.entries = pages.EntryCache()
         self.pages = pages.PageCache()
         self.tick = 1_700_000_000_000_000_000
+
+    def environment(self) -> Any:
+        # as the site plugin makes it: big HTML tables lifted out of Markdown, rows memoised
+        return render.make_environment(templating.template_dirs(self.project.root), html_nonce="n0nce")
 
     def write(self, path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
@@ -52,7 +56,10 @@ class Live:
             )
         except EntryError as exc:
             return str(exc), {}, []
-        made = pages.generate(site, self.env, self.pages if cached else pages.PageCache())
+        if cached:
+            made = pages.generate(site, self.env, self.pages)
+        else:
+            made = pages.generate(site, self.environment(), pages.PageCache())
         return "ok", {p.uri: p.text for p in made}, [w.format() for w in warnings]
 
 

@@ -114,8 +114,30 @@ def _literal(tree: ast.Module) -> tuple[ast.Assign, dict[str, Any]]:
     return node, data
 
 
+#: what :func:`read_meta` found, by file and the file's identity, size and time of change: a
+#: served site scans every probe on every rebuild, and parsing them is most of a scan
+_READ: dict[tuple[str, str], tuple[tuple[int, ...], tuple[ProbeMeta | None, list[Problem]]]] = {}
+
+
 def read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
     """Read ``PROBE`` from ``path`` statically; return the metadata or the problems found."""
+    try:
+        info = path.stat()
+    except OSError:
+        return _read_meta(path, rel)  # the reader says what is wrong with it
+    stamp = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    known = _READ.get((str(path), rel))
+    if known is not None and known[0] == stamp:
+        meta, problems = known[1]
+        return (meta.model_copy() if meta is not None else None), list(problems)
+    found = _read_meta(path, rel)
+    if len(_READ) > 4096:
+        _READ.clear()
+    _READ[(str(path), rel)] = (stamp, found)
+    return found[0].model_copy() if found[0] is not None else None, list(found[1])
+
+
+def _read_meta(path: Path, rel: str) -> tuple[ProbeMeta | None, list[Problem]]:
     try:
         tree = _parse(path, rel)
         node, data = _literal(tree)

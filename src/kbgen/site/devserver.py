@@ -137,7 +137,7 @@ def notify_changes(server: Any) -> bool:
     def changes_only(handler: Any, path: str, *, recursive: bool = False) -> Any:
         return schedule(handler, path, recursive=recursive, event_filter=changes)
 
-    observer.schedule = changes_only  # type: ignore[method-assign]
+    observer.schedule = changes_only  # type: ignore[method-assign,assignment]
     old.unschedule_all()
     server.observer = observer
     counts = dict(watched)

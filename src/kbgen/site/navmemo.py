@@ -12,7 +12,8 @@ Only Material's own navigation templates are memoised: when a project overrides 
 renders its own navigation.
 
 While serving, :class:`CompiledTemplates` also keeps the theme's compiled templates from one
-rebuild to the next.
+rebuild to the next, and :func:`memo_theme_listing` the list of the theme's files (mkdocs lists
+every file of the theme's folders on each build, Material's thousands of icons included).
 """
 
 from __future__ import annotations
@@ -157,3 +158,31 @@ class CompiledTemplates(jinja2.BytecodeCache):
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         self.code[bucket.key] = bucket.bytecode_to_string()
+
+
+def memo_theme_listing(theme: Any, listings: dict[Any, list[str]]) -> None:
+    """Have the environments ``theme`` makes list the theme's files from ``listings`` after the
+    first time (a memo kept across rebuilds by the caller). Keyed by the theme's folders and
+    static templates and by the filter's code: a static file added to a ``custom_dir`` while
+    serving is picked up at the next start, as mkdocs does for theme changes unless watched."""
+    make_env = theme.get_env
+
+    def get_env() -> jinja2.Environment:
+        env: jinja2.Environment = make_env()
+        list_templates = env.list_templates
+
+        def listed(extensions: Any = None, filter_func: Any = None) -> list[str]:
+            key = (
+                tuple(theme.dirs),
+                tuple(theme.static_templates),
+                tuple(extensions) if extensions is not None else None,
+                getattr(filter_func, "__code__", filter_func),
+            )
+            if key not in listings:
+                listings[key] = list_templates(extensions=extensions, filter_func=filter_func)
+            return list(listings[key])
+
+        env.list_templates = listed  # type: ignore[method-assign]
+        return env
+
+    theme.get_env = get_env

@@ -106,10 +106,12 @@ def unpublishable(path: Path, docs: Path) -> str | None:
 # --------------------------------------------------------------------------- writing
 
 
-def write_pages(files: dict[str, bytes], out: Path) -> WriteReport:
+def write_pages(files: dict[str, bytes], out: Path, *, before: dict[str, bytes] | None = None) -> WriteReport:
     """Write ``{relative path: content}`` under ``out``, touching only files whose bytes differ.
 
     Files written by an earlier run and no longer produced are removed; nothing else is touched.
+    ``before``: what this process wrote to ``out`` last time (a server's private folder, which
+    nothing else writes to); a file whose bytes equal those is not read back from disk.
     """
     report = WriteReport()
     try:
@@ -118,6 +120,9 @@ def write_pages(files: dict[str, bytes], out: Path) -> WriteReport:
         raise KbgenError(f"{out}: cannot create: {exc.strerror}") from None
     root = out.resolve()
     for rel, data in sorted(files.items()):
+        if before is not None and before.get(rel) == data:
+            report.unchanged += 1
+            continue
         path = _place(root, rel, create=True)
         assert path is not None
         if _current(path, len(data)) == data:

@@ -76,6 +76,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
         self.edit_uris: dict[tuple[str, Path, Path], str] = {}  # (kb/ source, docs/, project) -> edit link
         self.nav_key: tuple[tuple[str, str], ...] | None = None  # the last build's navigation
+        self.written: dict[str, bytes] = {}  # under `serve --dirty`: the pages in pages_dir
+        self.theme_listings: dict[Any, list[str]] = {}  # while serving: the theme's files, listed once
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -100,6 +102,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             self.env = render.make_environment(
                 templating.template_dirs(self.project.root), html_nonce=self.nonce
             )
+        if self.entries is not None:  # serving
+            navmemo.memo_theme_listing(config.theme, self.theme_listings)
         if ASSET_CSS not in config.extra_css:
             config.extra_css.append(ASSET_CSS)
         if ASSET_JS not in [str(script) for script in config.extra_javascript]:
@@ -112,7 +116,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self._leave_out_unsafe(files, config.docs_dir, docs)
         bodies = {p.uri: p.text.encode("utf-8") for p in generated}
         if self.pages_dir is not None:
-            output.write_pages(bodies, self.pages_dir)
+            output.write_pages(bodies, self.pages_dir, before=self.written)
+            self.written = bodies
         for page in generated:
             if files.get_file_from_path(page.uri) is not None:
                 raise PluginError(
@@ -156,6 +161,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             if digest != self.templates_digest:
                 # a new override shadows a cached packaged template whose file did not change
                 self.env.cache.clear()
+                self.env.globals["memo"].clear()
                 self.templates_digest = digest
             generated = pages.generate(site, self.env, self.cache, digest)
         except KbgenError as exc:
@@ -328,7 +334,11 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         for folder in [self.project.kb, *templating.template_dirs(self.project.root)]:
             if folder.is_dir():  # a templates/ made later is seen at the next start
                 server.watch(str(folder))
-        if not devserver.notify_changes(server):
+        if devserver.notify_changes(server):
+            # a save reaches kbgen as a burst of events within milliseconds: a short wait for
+            # the burst to end is enough (mkdocs waits 0.1 s, made for its polling)
+            server.build_delay = min(server.build_delay, 0.02)
+        else:
             log.info("watching for changes by polling every half second")
         return server
 

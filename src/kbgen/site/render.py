@@ -28,6 +28,7 @@ from kbgen.site.data import (
     relative,
 )
 from kbgen.site.filters import (
+    Memo,
     dashboard_charts,
     html_link,
     icon,
@@ -117,6 +118,7 @@ def make_environment(dirs: list[Path], *, html_nonce: str = "") -> jinja2.Enviro
         SEVERITIES=SEVERITY_ORDER,
         lift_html=bool(html_nonce),
         html_nonce=html_nonce,
+        memo=Memo(),  # kept with the environment: a server renders with one across rebuilds
     )
     return env
 
