@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -83,18 +84,28 @@ def test_a_project_record_overrides_the_base_one(project: Path) -> None:
 
 
 def test_kb_copy_never_writes_through_what_is_at_the_name(
-    project: Path, tmp_path_factory: pytest.TempPathFactory
+    project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A dangling link where the copy would go: copying must not create the file it points at."""
+    """A dangling link planted at the copy's name after the KB was read (loading refuses one
+    that is there before): copying must not create the file it points at."""
+    from kbgen.cli import project as project_cli
+
     outside = tmp_path_factory.mktemp("outside") / "planted.md"
-    errors = project / "kb" / "errors"
-    errors.mkdir(parents=True, exist_ok=True)
-    (errors / "cuda-out-of-memory.md").symlink_to(outside)
+    name = project / "kb" / "errors" / "cuda-out-of-memory.md"
+    load = project_cli.load_clean_kb
+
+    def load_then_plant(ctx: Any) -> Any:
+        loaded = load(ctx)
+        name.parent.mkdir(parents=True, exist_ok=True)
+        name.symlink_to(outside)
+        return loaded
+
+    monkeypatch.setattr(project_cli, "load_clean_kb", load_then_plant)
     refused = invoke("kb", "copy", "cuda-out-of-memory")
     assert refused.exit_code == 1, refused.output
-    assert "kb/errors/cuda-out-of-memory.md" in refused.output
+    assert "kb/errors/cuda-out-of-memory.md: already exists" in refused.output
     assert not outside.exists()
-    assert (errors / "cuda-out-of-memory.md").is_symlink()
+    assert name.is_symlink()
 
 
 def test_project_records_link_to_base_ones(project: Path) -> None:

@@ -53,3 +53,26 @@ def test_every_requirement_is_pinned_in_the_lock_that_installs_it(lock: str, ext
 def test_serve_and_test_pin_the_same_versions() -> None:
     serve, test = locked("serve.lock"), locked("test.lock")
     assert {name: (v, test.get(name)) for name, v in serve.items() if test.get(name) != v} == {}
+
+
+@pytest.mark.parametrize(
+    ("lock", "sources"), [("serve.lock", ("build.in",)), ("test.lock", ("build.in", "test.in"))]
+)
+def test_the_build_backend_and_test_tools_are_pinned_too(lock: str, sources: tuple[str, ...]) -> None:
+    """What the lock installs beside kbgen's own requirements (the build backend its editable
+    install needs without build isolation, the pinned CPU torch) is pinned there, within range."""
+    pins = locked(lock)
+    wanted = [
+        Requirement(line.split("#")[0].strip())
+        for source in sources
+        for line in (REPO / "requirements" / source).read_text(encoding="utf-8").splitlines()
+        if line.split("#")[0].strip()
+    ]
+    assert wanted, sources
+    problems = [
+        str(r)
+        for r in wanted
+        if canonicalize_name(r.name) not in pins
+        or not r.specifier.contains(pins[canonicalize_name(r.name)], prereleases=True)
+    ]
+    assert problems == [], f"run `make lock`: {lock} lacks or mispins {problems}"

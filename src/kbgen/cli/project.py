@@ -120,7 +120,7 @@ def kb_copy(ctx: click.Context, record_id: str) -> None:
     Example:
       kbgen kb copy cuda-out-of-memory    # writes kb/errors/cuda-out-of-memory.md
     """
-    from kbgen.errors import KbgenError, UnknownIdError
+    from kbgen.errors import UnknownIdError
     from kbgen.fileio import atomic_write, read_limited
 
     loaded = load_clean_kb(ctx)
