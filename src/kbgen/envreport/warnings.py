@@ -22,7 +22,7 @@ from kbgen.envreport.parse import (
 # --------------------------------------------------------------------------- torch's own messages
 
 
-@rule(r"(\S.*?) with CUDA capability sm_(\d+) is not compatible", "torch warning")
+@rule(r"^\s*(\S.*?) with CUDA capability sm_(\d+) is not compatible", "torch warning")
 def _incompatible(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     name = re.sub(r"^.*?(?:UserWarning:|Bug Report:|\|)\s*", "", m.group(1)).strip(" \"'`")
     f.put("gpu.name", gpu_name(name), HIGH + 1)
