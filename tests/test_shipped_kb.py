@@ -201,6 +201,8 @@ EXAMPLES: dict[str, list[str]] = {
         "Cuda Error (209): cudaLaunchKernel returned cudaErrorNoKernelImageForDevice",
         # https://github.com/romain-jacotin/cuda/issues/1 (title)
         "cuda runtime error (48) : no kernel image is available for execution on the device",
+        # https://github.com/pytorch/pytorch/issues/31007 (title)
+        'GPU version of minimal example for libtorch fails with "no kernel image is available..."',
         # the old wording of the start-up warning (torch/cuda/__init__.py)
         "The minimum cuda capability that we support is 3.5.",
         # Caffe's glog check with the pre-10.1 number of invalid device function

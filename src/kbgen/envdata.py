@@ -103,6 +103,7 @@ _NOISE = re.compile(
 def normalize_gpu(name: str) -> str:
     text = re.sub(r"[-_/()\[\],]+", " ", name.lower())
     text = _NOISE.sub(" ", text)
+    text = re.sub(r"\b(rtx|gtx|gt)(\d{3,4})", r"\1 \2", text)  # "RTX3090", as people type it
     text = re.sub(r"\b(\d{4})(ti|super)\b", r"\1 \2", text)
     return " ".join(text.split())
 

@@ -13,7 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbgen.envreport import prose as _prose  # noqa: F401  (registers its rules)
 from kbgen.envreport import warnings as _warnings  # noqa: F401  (registers its rules)
+from kbgen.envreport.layout import plain
 from kbgen.envreport.parse import HIGH, Found, scan
 from kbgen.judge import Scalar, Verdict, complete, judge
 from kbgen.redact import redact_text
@@ -47,12 +49,13 @@ class Environment:
 
 
 def read_report(text: str) -> Found:
-    """The facts ``text`` states (nothing derived), with the formats they came from."""
+    """The facts ``text`` states (nothing derived), with the formats they came from; each line is
+    read as if pasted bare (see :func:`kbgen.envreport.layout.plain`)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if len(lines) > MAX_LINES:
         half = MAX_LINES // 2
         lines = lines[:half] + lines[-half:]
-    found = scan([line[:MAX_LINE] for line in lines])
+    found = scan([plain(line[:MAX_LINE]) for line in lines])
     _probe_json(text, found)
     return found
 

@@ -134,6 +134,13 @@ def gpu_name(text: str) -> str | None:
     return name
 
 
+def driver_version(text: str) -> str | None:
+    """An NVIDIA driver version out of ``text``, stray punctuation after it dropped ("410.48,," ->
+    "410.48"); None when ``text`` does not start with one."""
+    match = re.match(r"\s*(\d{3}(?:\.\d+)+)(?![\d.]*\d)", text)
+    return match.group(1) if match else None
+
+
 def _bool(text: str) -> bool | None:
     word = text.strip().lower()
     return True if word in ("true", "yes") else False if word in ("false", "no") else None
@@ -212,7 +219,7 @@ def _available(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.cuda_available", _bool(m.group(1)), HIGH)
 
 
-@rule(r"is_available\(\)\s*(?:={1,2}|returns|:|\))?\s*\**\s*(True|False)\b", "prose")
+@rule(r"is_available(?:\(\))?\s*(?:={1,2}|returns|:|\))?\s*\**\s*(True|False)\b", "prose")
 def _available_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.cuda_available", _bool(m.group(1)), MID)
 
@@ -224,12 +231,13 @@ def _gpu_models(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
         value = next((x for x in lines[i + 1 : i + 3] if x.strip()), "")
     name = re.sub(r"^\s*GPU \d+\s*[:：]\s*", "", value)
     f.put("gpu.name", gpu_name(name), HIGH)
+    if value.strip().lower() == "no cuda":  # collect_env: nvidia-smi, the driver and nvcc all absent
+        f.put("gpu.count", 0, MID)
 
 
 @rule(_kv(r"Nvidia driver version"), "collect_env")
 def _nv_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    if re.match(r"\d{3}\.\d", m.group(1)):
-        f.put("gpu.driver", m.group(1).split()[0], HIGH)
+    f.put("gpu.driver", driver_version(m.group(1)), HIGH)
 
 
 @rule(r"^\s*(?:Model name|Name)\s*[:=]\s*(.+?)\s*$", "lscpu")
@@ -268,9 +276,9 @@ def _smi_row(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.name", gpu_name(m.group(1)), HIGH)
 
 
-@rule(r"^\s*Driver Version\s*:\s*([\d.]+)\s*$", "nvidia-smi -q")
+@rule(r"^\s*Driver Version\s*:\s*([\d.]+)[\s,;]*$", "nvidia-smi -q")
 def _smiq_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    f.put("gpu.driver", m.group(1), HIGH)
+    f.put("gpu.driver", driver_version(m.group(1)), HIGH)
 
 
 @rule(r"^\s*CUDA Version\s*:\s*([\d.]+)\s*$", "nvidia-smi -q")
@@ -293,9 +301,10 @@ def _nvcc(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("toolkit.nvcc", m.group(1), HIGH)
 
 
-@rule(r"^\s*CUDA Driver Version\s*:\s*([\d.]+)", "sglang")
+@rule(r"\bCUDA Driver Version\s*:\s*(\d+\.\d+[\d.]*)", "sglang")
 def _cuda_driver_version(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    value = m.group(1)
+    """sglang's line gives the driver; macOS's CUDA pane ("CUDA Driver Version: 7.5.20") its CUDA."""
+    value = m.group(1).rstrip(".")
     if int(value.split(".")[0]) >= 100:
         f.put("gpu.driver", value, HIGH)
     else:

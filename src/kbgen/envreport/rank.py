@@ -1,9 +1,10 @@
 """Rank an error type's causes by the verdicts on the environment that came with the log.
 
 A cause a failing check indicts goes first, then one a warning indicts, then the others in the
-error type's own order of likelihood, and last the causes a passing check rules out. A cause the
-environment indicts that the error type does not list is still named first: the environment
-speaks for it even when the log's error line is a consequence.
+error type's own order of likelihood, and last the causes a passing check rules out. A cause a
+failing check indicts that the error type does not list is still named first: the environment
+speaks for it even when the log's error line is a consequence. One that only a warning indicts
+comes after the causes the error type lists: a warning is weaker than the log's own error.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def rank_causes(error_id: str | None, kb: Kb, verdicts: list[Verdict]) -> list[d
     def key(item: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
         index, row = item
         order = {"fail": 0, "warn": 1, None: 2, "pass": 3}[row["verdict"]]
+        if order == 1 and row["likelihood"] is None:
+            order = 2  # a warning alone does not outrank the causes the error type lists
         return order, _LIKELIHOOD.get(row["likelihood"] or "", 3), index
 
     return [row for _, row in sorted(enumerate(rows), key=key)]

@@ -7,12 +7,22 @@ from __future__ import annotations
 
 import re
 
-from kbgen.envreport.parse import HIGH, LOW, MID, VERSION, Found, gpu_name, major_minor, rule
+from kbgen.envreport.parse import (
+    HIGH,
+    LOW,
+    MID,
+    VERSION,
+    Found,
+    driver_version,
+    gpu_name,
+    major_minor,
+    rule,
+)
 
 # --------------------------------------------------------------------------- torch's own messages
 
 
-@rule(r"(\S.*?) with CUDA capability sm_(\d+) is not compatible", "torch warning")
+@rule(r"^\s*(\S.*?) with CUDA capability sm_(\d+) is not compatible", "torch warning")
 def _incompatible(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     name = re.sub(r"^.*?(?:UserWarning:|Bug Report:|\|)\s*", "", m.group(1)).strip(" \"'`")
     f.put("gpu.name", gpu_name(name), HIGH + 1)
@@ -96,14 +106,14 @@ def _conda_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
         f.put("torch-build.cuda", major_minor(cuda.group(1)), MID)
 
 
-@rule(r"\bpytorch=(\d[\d.]*)=(\w+)", "conda list")
+@rule(r"\bpytorch=(\d[\d.]*)=([\w.]+)", "conda list")
 def _conda_spec(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), MID)
     if "cpu" in m.group(2):
         f.put("torch-build.cpu_only", True, MID)
 
 
-@rule(r"(?<![\w.-])torch(?:==|\s*:\s*|\s{2,}|-(?=\d))" + VERSION, "pip")
+@rule(r"(?<![\w.-])torch(?:={2,3}|\s*:\s*|\s{2,}|-(?=\d))" + VERSION, "pip")
 def _torch_pin(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), LOW)
 
@@ -135,7 +145,7 @@ def _print_cuda(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
 
 @rule(r"^\s*(?:-\s*)?Driver\s*:\s*(\d{3}\.\d+(?:\.\d+)?)\s*$|Driver version (\d{3}\.\d+(?:\.\d+)?)", "prose")
 def _driver_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    f.put("gpu.driver", m.group(1) or m.group(2), MID)
+    f.put("gpu.driver", driver_version(m.group(1) or m.group(2)), MID)
 
 
 @rule(r"^\s*(?:-\s*)?GPU\s*:\s*(.+?)\s*(?:\(compute capability (\d+\.\d)\))?\s*$", "prose")
@@ -155,7 +165,10 @@ def _driver_cuda_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> 
     f.put("gpu.driver_cuda", m.group(1), MID)
 
 
-@rule(r"is_available\(\)\S*\s*(?:prints|returns)\s*`?(True|False)`?", "prose")
+@rule(
+    r"is_available\(\)\S*\s*(?:(?:still|always|now|only|just|also)\s+)?(?:prints|returns|gives)\s*`?(True|False)`?",
+    "prose",
+)
 def _available_prints(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.cuda_available", m.group(1) == "True", MID)
 

@@ -13,11 +13,12 @@ those of the rest of the machine, and :mod:`kbgen.judge.verdict` what all of the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from kbgen import envdata
 from kbgen.envdata import major_minor
-from kbgen.judge.host import cpu_isa, cuda_wheels, wsl
+from kbgen.judge.host import cpu_isa, cuda_wheels, cudnn, wsl
 from kbgen.judge.verdict import (
     ARCH,
     CPU_BUILD,
@@ -74,7 +75,7 @@ def complete(facts: Mapping[str, Scalar]) -> tuple[dict[str, Scalar], dict[str, 
 def judge(facts: Mapping[str, Scalar]) -> list[Verdict]:
     """Every check's verdict on ``facts`` (derived facts are added first)."""
     full, _ = complete(facts)
-    return [check(full) for check in (_cpu_build, _arch, _driver, _toolkit, cuda_wheels, wsl, cpu_isa)]
+    return [check(full) for check in (_cpu_build, _arch, _driver, _toolkit, cuda_wheels, cudnn, wsl, cpu_isa)]
 
 
 # --------------------------------------------------------------------------- checks
@@ -109,7 +110,24 @@ def _cpu_build(f: dict[str, Scalar]) -> Verdict:
                     "if this machine has an NVIDIA GPU, install a CUDA build of torch"
                 ),
             )
-        return Verdict(check, "pass", CPU_BUILD, "a CPU-only build, and no NVIDIA GPU is reported")
+        if f.get("gpu.count") == 0 or _no_cuda_platform(f):
+            return Verdict(check, "pass", CPU_BUILD, "a CPU-only build on a machine with no NVIDIA GPU")
+        symptom = (
+            ", which is why torch.cuda.is_available() is False"
+            if f.get("torch-build.cuda_available") is False
+            else ""
+        )
+        return Verdict(
+            check,
+            "warn",
+            CPU_BUILD,
+            (
+                f"torch is a CPU-only build{symptom}; the report does not say the machine has no NVIDIA "
+                "GPU: if it has one, install a CUDA build (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cu126, or the CUDA variant the driver supports; "
+                "with conda, remove cpuonly)"
+            ),
+        )
     if cpu_only is False or f.get("torch-build.cuda"):
         return Verdict(check, "pass", CPU_BUILD, f"a CUDA build (CUDA {f.get('torch-build.cuda')})")
     return Verdict(check, "unknown", CPU_BUILD, "whether torch is a CUDA build is not stated")
@@ -210,6 +228,20 @@ def _driver(f: dict[str, Scalar]) -> Verdict:
     if f.get("torch-build.cpu_only") or f.get("torch-build.hip"):
         return Verdict(check, "pass", DRIVER_OLD, "not a CUDA build: no CUDA runtime to match")
     r, d = major_minor(runtime), major_minor(driver)
+    if r is None and d is not None and f.get("torch-build.cuda_available") is not True:
+        plain = _pypi_default_cuda(f)
+        need = major_minor(plain) or (0, 0)
+        if need > d and (need[0] != d[0] or need[0] < 11):  # no minor-version compatibility before 11
+            return Verdict(
+                check,
+                "warn",
+                DRIVER_OLD,
+                (
+                    f"torch {f['torch-build.version']} does not say its CUDA; from PyPI on Linux it is "
+                    f"built for CUDA {plain}, newer than the driver's CUDA {driver}: update the driver, "
+                    f"or install a torch built for CUDA {d[0]}.x or older"
+                ),
+            )
     if r is None or d is None:
         missing = "torch's CUDA version" if r is None else "the CUDA version the driver supports"
         return Verdict(check, "unknown", DRIVER_OLD, f"{missing} is not known")
@@ -284,8 +316,6 @@ def _how_to_get(cap: tuple[int, int]) -> str:
 
 
 def _cu_suffix(version: str) -> str | None:
-    import re
-
     match = re.search(r"\+cu(\d{2,3})\b", version)
     if not match:
         return None
@@ -296,6 +326,22 @@ def _cu_suffix(version: str) -> str | None:
 def _is_amd(f: Mapping[str, Scalar]) -> bool:
     name = (text_of(f.get("gpu.name")) or "").lower()
     return any(w in name for w in ("radeon", "gfx", "amd ", "instinct", "ellesmere"))
+
+
+def _pypi_default_cuda(f: Mapping[str, Scalar]) -> str | None:
+    """The CUDA of torch's plain Linux wheel, for a version with no local suffix (``+cu121``,
+    ``+cpu``), not a source build (``a0``, ``.dev``), on a machine not said to be Windows or macOS."""
+    version = text_of(f.get("torch-build.version")) or ""
+    os_name = (text_of(f.get("system.os")) or "").lower()
+    if not re.fullmatch(r"\d+\.\d+(?:\.\d+)?", version) or "windows" in os_name or _no_cuda_platform(f):
+        return None
+    return envdata.default_cuda(version)
+
+
+def _no_cuda_platform(f: Mapping[str, Scalar]) -> bool:
+    """macOS: no CUDA build of torch exists for it, so a CPU-only build is the expected one."""
+    os_name = (text_of(f.get("system.os")) or "").lower()
+    return os_name.startswith(("macos", "mac os", "os x", "darwin"))
 
 
 def _nvidia_present(f: Mapping[str, Scalar]) -> bool:

@@ -1,4 +1,5 @@
-"""The judge's checks on the rest of the machine: the CUDA wheels pip installed, WSL, and the CPU.
+"""The judge's checks on the rest of the machine: the CUDA wheels pip installed, cuDNN, WSL, and the
+CPU.
 
 See :mod:`kbgen.judge`, which runs them with its own checks.
 """
@@ -43,6 +44,23 @@ def cuda_wheels(f: dict[str, Scalar]) -> Verdict:
             ),
         )
     return Verdict(check, "pass", LIBS, "the nvidia-* wheels agree on one CUDA major")
+
+
+def cudnn(f: dict[str, Scalar]) -> Verdict:
+    check = "cudnn-libs"
+    if f.get("torch-build.cudnn_mismatch") is True:
+        return Verdict(
+            check,
+            "fail",
+            LIBS,
+            (
+                "cuDNN reports libraries of different versions loaded together: a second cuDNN "
+                "(a system install on LD_LIBRARY_PATH, or an nvidia-cudnn wheel for another CUDA major) "
+                "is found before the one torch ships with; remove it from the library path or "
+                "uninstall the extra wheel, and reinstall torch"
+            ),
+        )
+    return Verdict(check, "unknown", LIBS, "no cuDNN version message in the text")
 
 
 def wsl(f: dict[str, Scalar]) -> Verdict:

@@ -1,0 +1,200 @@
+"""How `kbgen env` reads facts people paste in other layouts or in their own words (logger
+prefixes, Markdown, sentences, deviceQuery, conda's CPU variant, cuDNN's mismatch status), and
+how the judge weighs a CPU-only build or a torch that does not name its CUDA."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import invoke
+from kbgen import envdata
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def env(text: str) -> dict[str, Any]:
+    result = invoke("env", "--json", "-", input=text)
+    assert result.exit_code == 0, result.output
+    data: dict[str, Any] = json.loads(result.stdout)
+    data["status"] = {v["check"]: v["status"] for v in data["verdicts"]}
+    return data
+
+
+# --------------------------------------------------------------------------- layouts
+
+
+def test_a_loggers_prefix_does_not_hide_the_fact() -> None:
+    facts = env(
+        "[2025-10-13 18:27:05,692][DEBUG] Platform: Linux-6.6.87.2-microsoft-standard-WSL2-x86_64\n"
+        "[2025-10-13 18:27:05,692][DEBUG] Python: 3.12.11\n"
+        "2024-05-01 10:00:00,123 - INFO - PyTorch version: 2.3.0+cu121\n"
+    )["facts"]
+    assert facts["system.python"] == "3.12.11"
+    assert facts["system.wsl"] == "WSL2"
+    assert facts["torch-build.version"] == "2.3.0+cu121"
+
+
+def test_a_two_column_markdown_table_is_read_like_collect_env() -> None:
+    facts = env(
+        "| Item | Value |\n|---|---|\n"
+        "| PyTorch version | 2.1.0+cu118 |\n"
+        "| GPU models and configuration | NVIDIA A100-SXM4-80GB |\n"
+        "| Nvidia driver version | 535.104.05 |\n"
+    )["facts"]
+    assert facts["torch-build.version"] == "2.1.0+cu118"
+    assert facts["gpu.name"] == "NVIDIA A100-SXM4-80GB"
+    assert facts["gpu.driver"] == "535.104.05"
+
+
+def test_bold_and_code_marks_around_a_value_are_dropped() -> None:
+    data = env("my GPU is not available anymore: torch.cuda.is_available=**False**\n")
+    assert data["facts"]["torch-build.cuda_available"] is False
+    assert (
+        env("`torch.cuda.is_available()` still returns `False`.\n")["facts"]["torch-build.cuda_available"]
+        is False
+    )
+
+
+# --------------------------------------------------------------------------- words
+
+
+def test_a_gpu_named_in_a_title_gives_its_capability() -> None:
+    data = env('[BUG] Is "NVIDIA GeForce RTX 5060 Laptop GPU 12.0 " supported?\ntorch==2.5.1\n')
+    assert data["facts"]["gpu.name"] == "NVIDIA GeForce RTX 5060 Laptop GPU"
+    assert data["facts"]["gpu.capability"] == "12.0"
+    assert data["status"]["gpu-arch"] == "fail"
+
+
+def test_a_mistyped_series_still_names_the_card() -> None:
+    data = env("Here is my environment:\nGTX 3090\nCUDA 10.1\ntorch==1.8.1+cu101\n")
+    assert data["facts"]["gpu.name"] == "GTX 3090"
+    assert data["facts"]["gpu.capability"] == "8.6"
+
+
+def test_two_gpus_in_one_sentence_name_neither_and_unknown_models_are_left() -> None:
+    facts = env("I have a Tesla K80 and two Tesla K40c cards.\n")["facts"]
+    assert "gpu.name" not in facts
+    assert "gpu.name" not in env("the RTX 9999 rumours are wrong\n")["facts"]
+
+
+def test_a_torch_version_in_a_sentence_unless_two_are_named() -> None:
+    text = "In a fresh conda environment, install the latest stable version of PyTorch (1.3.1)\n"
+    assert env(text)["facts"]["torch-build.version"] == "1.3.1"
+    assert "torch-build.version" not in env("it broke going from torch 1.2.0 to torch 1.3.1\n")["facts"]
+    assert env("$ pip install torch===1.3.0 torchvision===0.4.1\n")["facts"]["torch-build.version"] == "1.3.0"
+
+
+def test_a_bare_driver_version_answering_nvidia_smi() -> None:
+    data = env("What's the output of nvidia-smi?\n410.48,,\n")
+    assert data["facts"]["gpu.driver"] == "410.48"
+    assert data["facts"]["gpu.driver_cuda"] == "10.0"
+    assert "gpu.driver" not in env("epoch 3 loss:\n410.48\n")["facts"]
+
+
+def test_driver_too_old_in_the_reporters_words_indicts_the_driver() -> None:
+    data = env(
+        ">>> print(torch.version.cuda)\n10.0.130\n"
+        "when i run my program, the msg is that my Nvidia version is too old.\n"
+    )
+    assert data["status"]["driver-runtime"] == "fail"
+    old_gpu = env("PyTorch no longer supports this GPU because it is too old.\n")
+    assert "torch-build.driver_too_old" not in old_gpu["facts"]
+
+
+# --------------------------------------------------------------------------- small tools
+
+
+def test_device_query_output() -> None:
+    facts = env(
+        'Device 0: "NVIDIA GeForce RTX 3090"\n'
+        "  CUDA Driver Version / Runtime Version          11.4 / 11.4\n"
+        "  CUDA Capability Major/Minor version number:    8.6\n"
+    )["facts"]
+    assert facts["gpu.name"] == "NVIDIA GeForce RTX 3090"
+    assert facts["gpu.driver_cuda"] == "11.4"
+    assert facts["gpu.capability"] == "8.6"
+
+
+def test_macos_cuda_pane_gives_the_drivers_cuda() -> None:
+    text = "System\nOS X Yosemite 10.10.5\nCUDA CUDA Driver Version: 7.5.20\n"
+    assert env(text)["facts"]["gpu.driver_cuda"] == "7.5"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "you could check it in you package list, it is pytorch=1.9.0=py3.8_cpu_0",
+        "cpuonly                   2.0                           0    pytorch",
+        "pytorch-mutex             1.0                         cpu    pytorch",
+    ],
+)
+def test_conda_cpu_variants(line: str) -> None:
+    assert env(line + "\n")["facts"]["torch-build.cpu_only"] is True
+
+
+def test_cudnn_sublibrary_mismatch_indicts_the_libraries() -> None:
+    data = env(
+        "RuntimeError: CUDNN_BACKEND_TENSOR_DESCRIPTOR cudnnFinalize failed cudnn_status: "
+        "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH\n>>> print(torch.__version__)\n2.12.1+cu130\n"
+    )
+    verdict = next(v for v in data["verdicts"] if v["check"] == "cudnn-libs")
+    assert verdict["status"] == "fail" and verdict["cause"] == "library-version-mismatch"
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+def test_a_cpu_only_build_warns_unless_the_machine_has_no_nvidia_gpu() -> None:
+    conda = "pytorch                   1.11.0              py3.8_cpu_0    pytorch\n"
+    assert env(conda)["status"]["cpu-only-build"] == "warn"
+    no_gpu = (
+        "PyTorch version: 2.8.0+cpu\nCUDA used to build PyTorch: None\nOS: Ubuntu 22.04.4 LTS (x86_64)\n"
+        "Is CUDA available: False\nGPU models and configuration: No CUDA\nNvidia driver version: No CUDA\n"
+    )
+    assert env(no_gpu)["status"]["cpu-only-build"] == "pass"
+    mac = "PyTorch version: 2.10.0\nCUDA used to build PyTorch: None\nOS: macOS 13.7.4 (arm64)\n"
+    assert env(mac)["status"]["cpu-only-build"] == "pass"
+    assert env(conda + "Driver Version: 550.54.14\n")["status"]["cpu-only-build"] == "fail"
+
+
+def test_a_torch_without_its_cuda_is_weighed_by_its_linux_wheel() -> None:
+    text = "pip install torch==1.3.0\ntorch.cuda.is_available() returns False\nDriver version 410.48\n"
+    data = env(text)
+    verdict = next(v for v in data["verdicts"] if v["check"] == "driver-runtime")
+    assert verdict["status"] == "warn" and "CUDA 10.1" in verdict["message"]
+    assert env(text + "OS: Microsoft Windows 10 Pro\n")["status"]["driver-runtime"] == "unknown"
+    assert env(text.replace("1.3.0", "1.3.0+cu92"))["status"]["driver-runtime"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("name", "capability"), [("GTX 3090", "8.6"), ("RTX3090", "8.6"), ("GTX1080Ti", "6.1")]
+)
+def test_capability_of_names_as_people_type_them(name: str, capability: str) -> None:
+    assert envdata.capability_of(name) == capability
+
+
+def test_triage_matches_the_error_quoted_short_in_a_title(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBGEN_BASE", raising=False)
+    text = 'GPU version of minimal example for libtorch fails with "no kernel image is available..."\n'
+    result = invoke("--kb", str(REPO), "triage", "--json", "-", input=text)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["matches"][0]["error"] == "cuda-no-kernel-image"
+
+
+def test_a_warning_alone_does_not_outrank_the_errors_own_causes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU-only build beside a shape error is worth naming, after what the error itself says."""
+    monkeypatch.delenv("KBGEN_BASE", raising=False)
+    text = (
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (64x512 and 256x10)\n"
+        "pytorch                   1.11.0              py3.8_cpu_0    pytorch\n"
+    )
+    result = invoke("--kb", str(REPO), "triage", "--json", "-", input=text)
+    assert result.exit_code == 0, result.output
+    top = json.loads(result.stdout)["matches"][0]
+    causes = [(c["cause"], c["verdict"]) for c in top["causes"]]
+    assert top["error"] == "shape-mismatch"
+    assert causes[-1] == ("cpu-only-torch-build", "warn") and causes[0][1] is None
