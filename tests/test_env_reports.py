@@ -24,6 +24,7 @@ from kbgen.store import Kb, find_project, load_kb
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "env-reports"
+DATA2 = REPO / "tests" / "data" / "env-reports-heldout2"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
 
 #: first measured once on the held-out third (facts 0.945, causes 0.793, controls 1.0) after the
@@ -32,6 +33,9 @@ MANIFEST = json.loads((DATA / "manifest.json").read_text())
 #: on reports no rule was written for needs a new held-out set.
 HELDOUT_FLOORS = {"facts": 1.0, "causes": 1.0, "controls": 1.0}
 TUNE_FLOORS = {"facts": 0.993, "causes": 0.975, "controls": 1.0}
+#: the second held-out set, gathered while the rules above were tuned and measured once
+#: afterwards (its README has the figures and the misses); these are the measured figures.
+HELDOUT2_FLOORS = {"facts": 157 / 179, "causes": 24 / 29, "controls": 1.0}
 
 COLLECT_ENV = """\
 Collecting environment information...
@@ -75,9 +79,12 @@ def test_reports_are_sourced_split_by_url_and_new() -> None:
     assert sum(item["cause"] == "control" for item in MANIFEST) >= 30
 
 
-@pytest.mark.parametrize(("split", "floors"), [("heldout", HELDOUT_FLOORS), ("tune", TUNE_FLOORS)])
-def test_figures_hold_their_floors(shipped_kb: Kb, split: str, floors: dict[str, float]) -> None:
-    figures = measure(DATA, shipped_kb, split)
+@pytest.mark.parametrize(
+    ("data", "split", "floors"),
+    [(DATA, "heldout", HELDOUT_FLOORS), (DATA, "tune", TUNE_FLOORS), (DATA2, "heldout2", HELDOUT2_FLOORS)],
+)
+def test_figures_hold_their_floors(shipped_kb: Kb, data: Path, split: str, floors: dict[str, float]) -> None:
+    figures = measure(data, shipped_kb, split)
     misses = figures.line() + "\n" + "\n".join(figures.misses)
     assert figures.ratio("facts") >= floors["facts"], misses
     assert figures.ratio("causes") >= floors["causes"], misses
