@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import posixpath
+import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -109,6 +111,7 @@ class SiteData:
         self.bugs: dict[str, Bug] = self.kb.records(BUG)
         self._link_back()
         self.refs.forget_unseen()
+        self._tag_index: list[TagSection] | None = None
 
     # ------------------------------------------------------------------ records
 
@@ -308,7 +311,46 @@ class SiteData:
 
     def tags_of(self, record: Any) -> list[str]:
         """A record's tags as the tags plugin may show them (the theme prints tag names raw)."""
-        return [t for t in (clean_tag(tag) for tag in record.tags) if t]
+        return list(dict.fromkeys(t for t in (clean_tag(tag) for tag in record.tags) if t))
+
+    def tag_index(self) -> list[TagSection]:
+        """The tags page: one section per anchor, by anchor; in each, the tagged records by
+        label (a bug's is its id and title, the page title a bug page has)."""
+        if self._tag_index is None:
+            found: dict[str, TagSection] = {}
+            for kind in (BUG, ERROR, CAUSE, FIX):
+                for record in self.kb.records(kind).values():
+                    for name in self.tags_of(record):
+                        section = found.setdefault(tag_anchor(name), TagSection(tag_anchor(name)))
+                        if name not in section.names:
+                            section.names.append(name)
+                        label = f"{record.id}: {record.title}" if kind is BUG else record.title
+                        section.records.append((label, kind.name, record.id))
+            for section in found.values():
+                section.names.sort()
+                section.records.sort(key=lambda r: (r[0].casefold(), r))
+            self._tag_index = [found[anchor] for anchor in sorted(found)]
+        return self._tag_index
+
+
+@dataclass
+class TagSection:
+    """One section of the tags page: its anchor, the tag names that share it (one, unless two
+    differ only in case or punctuation) and the tagged records as (label, kind, id)."""
+
+    anchor: str
+    names: list[str] = field(default_factory=list)
+    records: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+_NOT_IN_SLUG = re.compile(r"[^\w\- ]")
+
+
+def tag_anchor(name: str) -> str:
+    """The anchor of a tag's section of the tags page, as Material's tags plugin names it
+    (``tag:`` and pymdownx's lower-case slug), so links made for the theme's listing still land."""
+    slug = _NOT_IN_SLUG.sub("", unicodedata.normalize("NFC", name).strip().lower())
+    return "tag:" + slug.replace(" ", "-")
 
 
 def clean_tag(tag: str) -> str:

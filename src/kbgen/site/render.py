@@ -26,6 +26,7 @@ from kbgen.site.data import (
     SiteData,
     page_uri,
     relative,
+    tag_anchor,
 )
 from kbgen.site.filters import (
     Memo,
@@ -69,6 +70,17 @@ def _probe_link(context: Any, probe_id: str) -> Markup:
     return Markup(f"[{mdsafe.code(probe_id)}]({relative(f'{PROBES}#probe-{probe_id}', context['here'])})")
 
 
+@jinja2.pass_context
+def _tag_chips(context: Any, names: list[str]) -> Markup:
+    """A record's tags as the theme draws them above a page, each a link to its section of the
+    tags page (the page hides the theme's own, which link nowhere when kbgen writes that page)."""
+    if not names:
+        return Markup("")
+    here = context["here"]
+    chips = [f"[{mdsafe.inline(n)}]({relative(f'{TAGS}#{tag_anchor(n)}', here)}){{ .md-tag }}" for n in names]
+    return Markup(f'<nav class="md-tags" markdown="span">{" ".join(chips)}</nav>\n\n')
+
+
 def _badge(kind: str, value: Enum) -> Markup:
     """A coloured label for a status, severity ("sev"), risk or likelihood ("like")."""
     label = value.value.replace("-", " ") + (" risk" if kind == "risk" else "")
@@ -103,6 +115,7 @@ def make_environment(dirs: list[Path], *, html_nonce: str = "") -> jinja2.Enviro
         link=_link,
         html_link=html_link,
         probe_link=_probe_link,
+        tag_chips=_tag_chips,
         badge=_badge,
         icon=icon,
         mark=mark,
