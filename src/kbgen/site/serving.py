@@ -1,0 +1,242 @@
+"""What ``kbgen serve`` keeps from one rebuild to the next, so that a save costs what it changed.
+
+mkdocs' dirty reload (``mkdocs serve --dirty``) renders again only the pages whose source file is
+newer than their HTML, but it still makes a new File and Page for every page of the site on every
+rebuild, and what it did not render it knows nothing of: the navigation then shows no title for a
+page that was not read again (the error types in the sidebar of every rebuilt page), and the
+theme's tag index and ``tags.json`` hold only the pages just rebuilt.
+
+While serving with dirty reload the plugin keeps instead:
+
+- one :class:`PageFile` per generated page, and with it the page mkdocs made of it, read and
+  rendered the last time its text changed: a page whose text did not change is not read,
+  rendered or written again, yet keeps its title, metadata and tags for the others;
+- for hand-written pages of docs/ (new objects each build), what the last reading found, given
+  back to a page that mkdocs does not read again (:func:`carry_over`);
+- the theme's tag mappings of the pages not read again, merged back in the order of a full build,
+  and the tag index pages rebuilt whenever another page is (:class:`TagPlugins`).
+
+A change of mkdocs.yml (or of the day, which pages carry as their date) drops what was kept: every
+page is rebuilt once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.pages import Page as MkPage
+from mkdocs.utils import get_build_date
+
+#: what a page keeps of its last reading and rendering (mkdocs.structure.pages.Page)
+_READ_STATE = ("markdown", "meta", "content", "toc", "_title_from_render", "links_to_anchors")
+
+
+class PageFile(File):
+    """A generated page's file that knows whether its page changed since it was last built."""
+
+    built: str | None = None  # the text of the page as last built, None before
+    forced = False  # rebuild whatever the text (the navigation of every page changed)
+    asked = InclusionLevel.UNDEFINED  # the inclusion the plugin gave it (mkdocs settles UNDEFINED)
+
+    def is_modified(self) -> bool:
+        return self.forced or self._content is None or self._content != self.built
+
+
+class KeptFiles:
+    """The generated pages' files, by src uri, kept from one build to the next."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, PageFile] = {}
+        self.key: tuple[Any, ...] | None = None
+        self.fresh_key = False  # the last ``start`` dropped what was kept
+
+    def start(self, config: MkDocsConfig) -> None:
+        """Begin a build: drop everything kept when the configuration or the day changed."""
+        key = _config_key(config)
+        self.fresh_key = key != self.key
+        if self.fresh_key:
+            self.files = {}
+            self.key = key
+
+    def file(
+        self, config: MkDocsConfig, uri: str, text: str, level: InclusionLevel, edit_uri: str | None
+    ) -> PageFile:
+        """The file of the page at ``uri``: the one kept, its text updated, or a new one."""
+        kept = self.files.get(uri)
+        if kept is None or kept.asked != level or kept.edit_uri != edit_uri:
+            made = PageFile.generated(config, uri, content=text, inclusion=level)
+            assert isinstance(made, PageFile)
+            made.asked, made.edit_uri = level, edit_uri
+            kept = self.files[uri] = made
+        elif kept._content is not text:
+            kept.content_string = text
+        page = kept.page
+        if page is not None:  # placed in the navigation again by this build, if in it
+            page.parent = page.previous_page = page.next_page = None
+        return kept
+
+    def keep_only(self, uris: set[str]) -> list[PageFile]:
+        """Forget the pages not made this time; returns their files."""
+        gone = [file for uri, file in self.files.items() if uri not in uris]
+        self.files = {uri: file for uri, file in self.files.items() if uri in uris}
+        return gone
+
+    def force_all(self) -> None:
+        for file in self.files.values():
+            file.forced = True
+
+    def built(self) -> None:
+        """The build finished: every page is now as its text says."""
+        for file in self.files.values():
+            file.built = file._content if isinstance(file._content, str) else None
+            file.forced = False
+
+
+def _config_key(config: MkDocsConfig) -> tuple[Any, ...]:
+    path = config.config_file_path
+    digest = ""
+    if path:
+        with contextlib.suppress(OSError):
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return (
+        digest,
+        config.site_url,
+        config.site_dir,
+        config.docs_dir,
+        config.use_directory_urls,
+        get_build_date(),
+    )
+
+
+def remove_output(file: File, site_dir: str) -> None:
+    """Remove the HTML of a page no longer in the site (a deleted record), as a full build would
+    not have it; only a regular file inside ``site_dir`` is removed."""
+    path = Path(file.abs_dest_path)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(info.st_mode) and Path(site_dir).resolve() in path.resolve().parents:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def mark_for_rebuild(file: File) -> None:
+    """Have mkdocs' dirty build rebuild the page of ``file`` (a page of docs/, or a theme file)."""
+    if isinstance(file, PageFile):
+        file.forced = True
+        return
+    with contextlib.suppress(OSError):  # not built yet: mkdocs builds it anyway
+        os.utime(file.abs_dest_path, (0, 0))
+
+
+class DocsPages:
+    """What mkdocs read of each page of docs/ the last time, for the pages it does not read again."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, MkPage] = {}
+
+    def carry_over(self, files: Files) -> None:
+        """Give a page of docs/ that this dirty build will not read what the last reading found
+        (its title, shown in the navigation; its metadata and tags)."""
+        current: dict[str, MkPage] = {}
+        for file in files.documentation_pages(inclusion=InclusionLevel.is_in_serve):
+            page = file.page
+            if page is None or isinstance(file, PageFile):
+                continue
+            current[file.src_uri] = page
+            before = self.pages.get(file.src_uri)
+            if before is not None and before is not page and page.markdown is None and not file.is_modified():
+                for name in _READ_STATE:
+                    if hasattr(before, name):
+                        setattr(page, name, getattr(before, name))
+        self.pages = current
+
+
+class TagPlugins:
+    """The theme's tags plugins (``material/tags``) under dirty reload.
+
+    Such a plugin collects each page's tags while the page is read, and makes its tag index and
+    ``tags.json`` of what it collected: after a dirty build, of the pages just rebuilt. The
+    mappings of the pages not read again are put back, in the order a full build makes them; and
+    the index pages (those that list tags) are rebuilt whenever another page is, since a rebuilt
+    page links its tags to them and a changed title or tag shows there.
+    """
+
+    def __init__(self) -> None:
+        self.mappings: dict[str, dict[str, Any]] = {}  # plugin name -> page url -> its mapping
+        self.listing_uris: set[str] = set()  # src uris of the pages holding a tag index
+
+    @staticmethod
+    def _plugins(config: MkDocsConfig) -> list[tuple[str, Any]]:
+        found = []
+        for name, plugin in config.plugins.items():
+            data = getattr(getattr(plugin, "mappings", None), "data", None)
+            if type(plugin).__module__.startswith("material.plugins.tags") and isinstance(data, dict):
+                found.append((name, plugin))
+        return found
+
+    def force_listings(self, files: Files) -> None:
+        for uri in self.listing_uris:
+            file = files.get_file_from_path(uri)
+            if file is not None:
+                mark_for_rebuild(file)
+
+    def merge(self, config: MkDocsConfig, files: Files, read: set[str]) -> None:
+        """Before the tags plugins make their index: the mappings of every page, the ones of
+        pages ``read`` in this build as they made them, the others as kept."""
+        for name, plugin in self._plugins(config):
+            data: dict[str, Any] = plugin.mappings.data
+            made, before = dict(data), self.mappings.get(name, {})
+            data.clear()
+            for file in files.documentation_pages(inclusion=InclusionLevel.is_in_serve):
+                if file.page is None:
+                    continue
+                url = file.page.url
+                mapping = made.get(url) if file.src_uri in read else before.get(url)
+                if mapping is not None:
+                    data[url] = mapping
+            self.mappings[name] = dict(data)
+
+    def remember_listings(self, config: MkDocsConfig) -> None:
+        uris = set()
+        for _, plugin in self._plugins(config):
+            for listing in getattr(getattr(plugin, "listings", None), "data", None) or ():
+                page = getattr(listing, "page", None)
+                if page is not None:
+                    uris.add(page.file.src_uri)
+        if uris:  # a build that read no listing page keeps the last ones
+            self.listing_uris = uris
+
+
+def nav_key(items: list[Any]) -> tuple[Any, ...]:
+    """What the navigation shows of its entries (as the theme's nav and tabs templates read them):
+    titles, addresses, nesting, and the icon, status and subtitle a page's metadata gives."""
+    key: list[Any] = []
+    for item in items:
+        meta = getattr(item, "meta", None) or {}
+        shown = tuple(repr(meta.get(name)) for name in ("icon", "status", "subtitle"))
+        children = getattr(item, "children", None)
+        key.append((type(item).__name__, item.title, getattr(item, "url", None), shown))
+        if children:
+            key.append(nav_key(children))
+    return tuple(key)
+
+
+def settle() -> None:
+    """After the first build: the records, pages and caches it made live as long as the server.
+
+    Python's full garbage collections walk every object that may hold others; on a KB of 10,000
+    bugs that is over a million, and a collection falling within a rebuild took a second or more
+    of it. Frozen, they are left out of the collections (they are freed as usual when dropped).
+    """
+    gc.collect()
+    gc.freeze()
