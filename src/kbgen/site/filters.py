@@ -123,7 +123,9 @@ class Memo:
     ``{% call memo("bug-row", site.digest("bug", b.id), ...) %}<tr>...</tr>{% endcall %}``
     """
 
-    LIMIT = 50_000  # parts kept; past it the memo starts over (old digests are never asked for)
+    #: parts kept; past it the memo starts over (old digests are never asked for). A bug shows
+    #: in a few tables (the bug index, its error type's, its causes' and fixes' pages).
+    LIMIT = 200_000
 
     def __init__(self) -> None:
         self.kept: dict[tuple[Any, ...], Markup] = {}

@@ -57,9 +57,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # Parsed files are kept only while serving: a one-off build would just make every
         # garbage collection of the page rendering that follows walk them again.
         self.entries: pages.EntryCache | None = None
-        self.built: set[str] = set()  # pages mkdocs rendered in this build (all but a dirty one's)
-        self.search: dict[str, list[Any]] = {}  # page url -> its search entries, across dirty builds
-        self.urls: dict[str, None] = {}  # the pages' urls, in the order mkdocs builds them
+        self.search = serving.SearchEntries()
         self.project: Project | None = None
         self.dirty = False  # serving with dirty reload: pages kept between builds
         self.env: Any = None
@@ -81,6 +79,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.docs_pages = serving.DocsPages()
         self.tags = serving.TagPlugins()
         self.read: set[str] = set()  # src uris of the pages mkdocs read in this build
+        self.collector = serving.Collector()  # while serving
+        # the links of lifted HTML blocks as resolved, by page, while the site's files stay the same
+        self.links: dict[str, dict[str, str]] = {}
+        self.link_files: tuple[frozenset[str], bool] | None = None  # files and use_directory_urls
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
@@ -89,7 +91,11 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             self.compiled = navmemo.CompiledTemplates()
         self.dirty = command == "serve" and dirty
 
+    def on_shutdown(self) -> None:
+        self.collector.stop()
+
     def on_config(self, config: MkDocsConfig) -> None:
+        self.collector.before_build()
         here = Path(config.config_file_path or ".").resolve().parent
         try:
             chosen = self.config.kb
@@ -136,7 +142,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 )
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
         self.generated = {p.uri for p in generated}
-        self.urls = dict.fromkeys(file.url for file in files.documentation_pages())
+        self.search.urls = dict.fromkeys(file.url for file in files.documentation_pages())
+        link_files = (frozenset(files.src_uris), config.use_directory_urls)
+        if link_files != self.link_files:
+            self.links, self.link_files = {}, link_files
         return files
 
     def _leave_out_unsafe(self, files: Files, docs_dir: str, docs: Path) -> None:
@@ -292,11 +301,11 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 target = files.get_file_from_path(rawhtml.target_uri(page.file.src_uri, href))
                 return None if target is None else target.url_relative_to(page.file)
 
-            html = lifted.restore(html, url_of)
+            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}))
         return clean_html(html)
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
-        self.built.add(page.url)
+        self.search.built.add(page.url)
         outside = page.file.inclusion == InclusionLevel.NOT_IN_NAV and page.parent is None
         if outside and page.file.generated_by == "kbgen":
             # A record page outside the nav would show an empty navigation sidebar: hide it, so
@@ -318,28 +327,12 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             problem = json.dumps({"problem": self.problem}).encode()
             replace_file(status, problem, new_file_mode(), durable=False)
         if self.dirty:
-            self._keep_search_complete(config)
+            self.search.keep_complete(config)
             self.kept.built()
             self.tags.remember_listings(config)
-        self.built = set()
+        self.search.built = set()
         self.lifted = {}  # a page mkdocs did not render this time must not keep its blocks
-
-    def _keep_search_complete(self, config: MkDocsConfig) -> None:
-        """Under dirty reload the theme's search index would hold only the pages just rebuilt.
-
-        Keep every page's entries across builds and hand the theme the whole set to write.
-        """
-        search = next((p for p in config.plugins.values() if hasattr(p, "search_index_prev")), None)
-        index = getattr(search, "search_index", None)
-        if search is None or not isinstance(getattr(index, "entries", None), list):
-            return
-        fresh: dict[str, list[Any]] = {url: [] for url in self.built}
-        for entry in index.entries:  # type: ignore[union-attr]
-            fresh.setdefault(str(entry.get("location", "")).split("#")[0], []).append(entry)
-        self.search = {url: found for url, found in self.search.items() if url in self.urls}
-        self.search.update(fresh)
-        index.entries = [entry for url in self.urls for entry in self.search.get(url, ())]  # type: ignore[union-attr]
-        search.search_index_prev = None  # its own merge would drop pages below a rebuilt index page
+        self.collector.after_build()
 
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None
@@ -353,7 +346,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             server.build_delay = min(server.build_delay, 0.02)
         else:
             log.info("watching for changes by polling every half second")
-        serving.settle()  # called once, after the first build
+        self.collector.start()  # called once, after the first build
         return server
 
 

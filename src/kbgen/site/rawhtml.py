@@ -54,20 +54,32 @@ class Lifted:
             return markdown
         return self.block.sub(keep, markdown)
 
-    def restore(self, page_html: str, url_of: Callable[[str], str | None]) -> str:
-        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``."""
+    def restore(
+        self, page_html: str, url_of: Callable[[str], str | None], known: dict[str, str] | None = None
+    ) -> str:
+        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``.
+
+        ``known``: links of this page resolved before (``href="..."`` as written -> as resolved),
+        looked up first and added to; its keeper clears it when the site's files change."""
         for number, block in enumerate(self.blocks):
             placeholder = f"<p>{self.token}{number}</p>"
-            page_html = page_html.replace(placeholder, _resolve_links(block, url_of), 1)
+            page_html = page_html.replace(placeholder, _resolve_links(block, url_of, known), 1)
         return page_html
 
 
-def _resolve_links(block: str, url_of: Callable[[str], str | None]) -> str:
+def _resolve_links(block: str, url_of: Callable[[str], str | None], known: dict[str, str] | None) -> str:
+    found = {} if known is None else known
+
     def resolve(match: re.Match[str]) -> str:
-        url = url_of(html.unescape(match.group(1)))
-        if url is None:  # not a page of this site: left as written, like mkdocs leaves it
-            return match.group(0)
-        return f'href="{html.escape(url + (match.group(2) or ""), quote=True)}"'
+        written = match.group(0)
+        done = found.get(written)
+        if done is None:
+            url = url_of(html.unescape(match.group(1)))
+            done = written  # not a page of this site: left as written, like mkdocs leaves it
+            if url is not None:
+                done = f'href="{html.escape(url + (match.group(2) or ""), quote=True)}"'
+            found[written] = done
+        return done
 
     return _HREF.sub(resolve, block)
 

@@ -14,7 +14,9 @@ While serving with dirty reload the plugin keeps instead:
 - for hand-written pages of docs/ (new objects each build), what the last reading found, given
   back to a page that mkdocs does not read again (:func:`carry_over`);
 - the theme's tag mappings of the pages not read again, merged back in the order of a full build,
-  and the tag index pages rebuilt whenever another page is (:class:`TagPlugins`).
+  and the tag index pages rebuilt whenever another page is (:class:`TagPlugins`);
+- every page's search entries (:class:`SearchEntries`);
+- the objects of the first build out of Python's full garbage collections (:class:`Collector`).
 
 A change of mkdocs.yml (or of the day, which pages carry as their date) drops what was kept: every
 page is rebuilt once.
@@ -25,8 +27,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import json
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -231,12 +235,113 @@ def nav_key(items: list[Any]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def settle() -> None:
-    """After the first build: the records, pages and caches it made live as long as the server.
+class SearchEntries:
+    """The theme's search index under dirty reload, which would hold only the pages just rebuilt.
 
-    Python's full garbage collections walk every object that may hold others; on a KB of 10,000
-    bugs that is over a million, and a collection falling within a rebuild took a second or more
-    of it. Frozen, they are left out of the collections (they are freed as usual when dropped).
+    Every page's entries are kept across builds and the theme is handed the whole set to write,
+    in the order of a full build. Each page's entries are kept as JSON too, so writing the index
+    does not encode every page again: the index the theme would write is made once and compared,
+    and only if it is the same are the later ones made from the kept JSON.
     """
-    gc.collect()
-    gc.freeze()
+
+    def __init__(self) -> None:
+        self.built: set[str] = set()  # urls of the pages rendered in this build
+        self.urls: dict[str, None] = {}  # every page's url, in the order mkdocs builds them
+        self.entries: dict[str, list[Any]] = {}  # page url -> its search entries
+        self.encoded: dict[str, str] = {}  # page url -> its entries as JSON, comma-separated
+        self.trusted: bool | None = None  # whether the index made from self.encoded is the theme's
+
+    def keep_complete(self, config: MkDocsConfig) -> None:
+        search = next((p for p in config.plugins.values() if hasattr(p, "search_index_prev")), None)
+        index = getattr(search, "search_index", None)
+        if search is None or not isinstance(getattr(index, "entries", None), list):
+            return
+        fresh: dict[str, list[Any]] = {url: [] for url in self.built}
+        for entry in index.entries:  # type: ignore[union-attr]
+            fresh.setdefault(str(entry.get("location", "")).split("#")[0], []).append(entry)
+        self.entries = {url: found for url, found in self.entries.items() if url in self.urls}
+        self.entries.update(fresh)
+        self.encoded = {url: text for url, text in self.encoded.items() if url in self.urls}
+        for url, found in fresh.items():
+            self.encoded[url] = ",".join(_json(entry) for entry in found)
+        index.entries = [entry for url in self.urls for entry in self.entries.get(url, ())]  # type: ignore[union-attr]
+        search.search_index_prev = None  # its own merge would drop pages below a rebuilt index page
+        self._write_from_kept(index)
+
+    def _write_from_kept(self, index: Any) -> None:
+        make = getattr(index, "generate_search_index", None)
+        settings = getattr(index, "config", None)
+        if make is None or not isinstance(settings, dict) or self.trusted is False:
+            return
+        try:
+            shown = {key: settings[key] for key in ("lang", "separator", "pipeline", "fields")}
+        except KeyError:
+            return
+        parts = (self.encoded[url] for url in self.urls if self.encoded.get(url))
+        made = f'{{"config":{_json(shown)},"docs":[{",".join(parts)}]}}'
+        if self.trusted is None:
+            self.trusted = make(None) == made
+        if self.trusted:
+            index.generate_search_index = lambda prev: made
+
+
+def _json(value: Any) -> str:
+    """JSON as the theme's search plugin writes its index."""
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+class Collector:
+    """Python's garbage collection for a server whose first build made over a million objects.
+
+    A full collection walks every object that may hold others: on a KB of 10,000 bugs one
+    falling within a rebuild took a second or more of it. After the first build, what it made
+    (the records, pages and caches, kept as long as the server runs) is frozen out of the
+    collections, and the collector makes no full pass on its own any more; the young objects a
+    build makes are still collected as it goes. A moment after each build (unless another one
+    has begun) what that build left is collected and frozen in turn; every ``FULL_EVERY`` builds
+    everything is looked at again, for cycles among what was frozen that were dropped since.
+    """
+
+    QUIET = 0.5  # seconds after a build before its leftovers are collected
+    FULL_EVERY = 100
+    NO_FULL_PASS = 1 << 30  # collections of the middle generation before a full one: never
+
+    def __init__(self) -> None:
+        self.timer: threading.Timer | None = None
+        self.builds = 0
+        self.thresholds: tuple[int, int, int] | None = None  # as found, while in charge
+
+    def start(self) -> None:
+        """After the first build."""
+        gc.collect()
+        gc.freeze()
+        self.thresholds = gc.get_threshold()
+        young, middle, _ = self.thresholds
+        gc.set_threshold(young, middle, self.NO_FULL_PASS)
+
+    def before_build(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def after_build(self) -> None:
+        if self.thresholds is None:
+            return
+        self.builds += 1
+        self.timer = threading.Timer(self.QUIET, self._collect, (self.builds % self.FULL_EVERY == 0,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    @staticmethod
+    def _collect(everything: bool) -> None:
+        if everything:
+            gc.unfreeze()
+        gc.collect()
+        gc.freeze()
+
+    def stop(self) -> None:
+        self.before_build()
+        if self.thresholds is not None:
+            gc.set_threshold(*self.thresholds)
+            gc.unfreeze()
+            self.thresholds = None
