@@ -27,7 +27,7 @@ from mkdocs.structure.pages import Page as MkPage
 from kbgen import clock, layers, mdsafe, templating
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
-from kbgen.site import devserver, navmemo, output, pages, rawhtml, render, serving
+from kbgen.site import devserver, navmemo, output, pages, rawhtml, render, serving, themeplugins
 from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.site.fleet import FLEET
 from kbgen.store import Project, find_project
@@ -57,7 +57,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # Parsed files are kept only while serving: a one-off build would just make every
         # garbage collection of the page rendering that follows walk them again.
         self.entries: pages.EntryCache | None = None
-        self.search = serving.SearchEntries()
+        self.search = themeplugins.SearchEntries()
         self.project: Project | None = None
         self.dirty = False  # serving with dirty reload: pages kept between builds
         self.env: Any = None
@@ -77,7 +77,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # under `serve --dirty`: what is kept between builds (kbgen.site.serving)
         self.kept = serving.KeptFiles()
         self.docs_pages = serving.DocsPages()
-        self.tags = serving.TagPlugins()
+        self.tags = themeplugins.TagPlugins()
+        self.tags_export = themeplugins.TagsExport()
+        self.sitemap = themeplugins.Sitemap()
+        self.files: Files | None = None  # this build's
         self.read: set[str] = set()  # src uris of the pages mkdocs read in this build
         self.collector = serving.Collector()  # while serving
         # the links of lifted HTML blocks as resolved, by page, while the site's files stay the same
@@ -227,11 +230,13 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             env.bytecode_cache = self.compiled
         if self.dirty and self.nav is not None:
             self.tags.merge(config, files, self.read)
+            self.tags_export.write(config)
             self._rebuild_all_when_nav_changed(self.nav, files)
         return env
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
         nav = self.nav = self._with_kb_entries(nav, files)
+        self.files = files
         if not self.dirty:
             return nav
         if self.kept.fresh_key and self.nav_key is not None:  # mkdocs.yml changed: read every page
@@ -277,6 +282,16 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             if after is not None:
                 after.previous_page = before
         return Navigation(nav.items, ordered)
+
+    def on_pre_template(self, template: Any, /, *, template_name: str, config: MkDocsConfig) -> Any:
+        if self.dirty and template_name == self.sitemap.NAME and self.files is not None:
+            return self.sitemap.template(template, self.files)
+        return template
+
+    def on_post_template(self, output: str, /, *, template_name: str, config: MkDocsConfig) -> str:
+        if self.dirty and template_name == self.sitemap.NAME:
+            self.sitemap.rendered(output)
+        return output
 
     def on_page_markdown(self, markdown: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
         self.read.add(page.file.src_uri)
@@ -330,8 +345,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             self.search.keep_complete(config)
             self.kept.built()
             self.tags.remember_listings(config)
+            self.tags_export.check()
         self.search.built = set()
         self.lifted = {}  # a page mkdocs did not render this time must not keep its blocks
+        self.nav = self.files = None  # kept by nothing between builds
         self.collector.after_build()
 
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:

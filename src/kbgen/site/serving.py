@@ -13,9 +13,8 @@ While serving with dirty reload the plugin keeps instead:
   rendered or written again, yet keeps its title, metadata and tags for the others;
 - for hand-written pages of docs/ (new objects each build), what the last reading found, given
   back to a page that mkdocs does not read again (:func:`carry_over`);
-- the theme's tag mappings of the pages not read again, merged back in the order of a full build,
-  and the tag index pages rebuilt whenever another page is (:class:`TagPlugins`);
-- every page's search entries (:class:`SearchEntries`);
+- what the theme's plugins (tags, search) made of the pages not built again
+  (:mod:`kbgen.site.themeplugins`);
 - the objects of the first build out of Python's full garbage collections (:class:`Collector`).
 
 A change of mkdocs.yml (or of the day, which pages carry as their date) drops what was kept: every
@@ -27,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import json
 import os
 import stat
 import threading
@@ -165,62 +163,6 @@ class DocsPages:
         self.pages = current
 
 
-class TagPlugins:
-    """The theme's tags plugins (``material/tags``) under dirty reload.
-
-    Such a plugin collects each page's tags while the page is read, and makes its tag index and
-    ``tags.json`` of what it collected: after a dirty build, of the pages just rebuilt. The
-    mappings of the pages not read again are put back, in the order a full build makes them; and
-    the index pages (those that list tags) are rebuilt whenever another page is, since a rebuilt
-    page links its tags to them and a changed title or tag shows there.
-    """
-
-    def __init__(self) -> None:
-        self.mappings: dict[str, dict[str, Any]] = {}  # plugin name -> page url -> its mapping
-        self.listing_uris: set[str] = set()  # src uris of the pages holding a tag index
-
-    @staticmethod
-    def _plugins(config: MkDocsConfig) -> list[tuple[str, Any]]:
-        found = []
-        for name, plugin in config.plugins.items():
-            data = getattr(getattr(plugin, "mappings", None), "data", None)
-            if type(plugin).__module__.startswith("material.plugins.tags") and isinstance(data, dict):
-                found.append((name, plugin))
-        return found
-
-    def force_listings(self, files: Files) -> None:
-        for uri in self.listing_uris:
-            file = files.get_file_from_path(uri)
-            if file is not None:
-                mark_for_rebuild(file)
-
-    def merge(self, config: MkDocsConfig, files: Files, read: set[str]) -> None:
-        """Before the tags plugins make their index: the mappings of every page, the ones of
-        pages ``read`` in this build as they made them, the others as kept."""
-        for name, plugin in self._plugins(config):
-            data: dict[str, Any] = plugin.mappings.data
-            made, before = dict(data), self.mappings.get(name, {})
-            data.clear()
-            for file in files.documentation_pages(inclusion=InclusionLevel.is_in_serve):
-                if file.page is None:
-                    continue
-                url = file.page.url
-                mapping = made.get(url) if file.src_uri in read else before.get(url)
-                if mapping is not None:
-                    data[url] = mapping
-            self.mappings[name] = dict(data)
-
-    def remember_listings(self, config: MkDocsConfig) -> None:
-        uris = set()
-        for _, plugin in self._plugins(config):
-            for listing in getattr(getattr(plugin, "listings", None), "data", None) or ():
-                page = getattr(listing, "page", None)
-                if page is not None:
-                    uris.add(page.file.src_uri)
-        if uris:  # a build that read no listing page keeps the last ones
-            self.listing_uris = uris
-
-
 def nav_key(items: list[Any]) -> tuple[Any, ...]:
     """What the navigation shows of its entries (as the theme's nav and tabs templates read them):
     titles, addresses, nesting, and the icon, status and subtitle a page's metadata gives."""
@@ -233,61 +175,6 @@ def nav_key(items: list[Any]) -> tuple[Any, ...]:
         if children:
             key.append(nav_key(children))
     return tuple(key)
-
-
-class SearchEntries:
-    """The theme's search index under dirty reload, which would hold only the pages just rebuilt.
-
-    Every page's entries are kept across builds and the theme is handed the whole set to write,
-    in the order of a full build. Each page's entries are kept as JSON too, so writing the index
-    does not encode every page again: the index the theme would write is made once and compared,
-    and only if it is the same are the later ones made from the kept JSON.
-    """
-
-    def __init__(self) -> None:
-        self.built: set[str] = set()  # urls of the pages rendered in this build
-        self.urls: dict[str, None] = {}  # every page's url, in the order mkdocs builds them
-        self.entries: dict[str, list[Any]] = {}  # page url -> its search entries
-        self.encoded: dict[str, str] = {}  # page url -> its entries as JSON, comma-separated
-        self.trusted: bool | None = None  # whether the index made from self.encoded is the theme's
-
-    def keep_complete(self, config: MkDocsConfig) -> None:
-        search = next((p for p in config.plugins.values() if hasattr(p, "search_index_prev")), None)
-        index = getattr(search, "search_index", None)
-        if search is None or not isinstance(getattr(index, "entries", None), list):
-            return
-        fresh: dict[str, list[Any]] = {url: [] for url in self.built}
-        for entry in index.entries:  # type: ignore[union-attr]
-            fresh.setdefault(str(entry.get("location", "")).split("#")[0], []).append(entry)
-        self.entries = {url: found for url, found in self.entries.items() if url in self.urls}
-        self.entries.update(fresh)
-        self.encoded = {url: text for url, text in self.encoded.items() if url in self.urls}
-        for url, found in fresh.items():
-            self.encoded[url] = ",".join(_json(entry) for entry in found)
-        index.entries = [entry for url in self.urls for entry in self.entries.get(url, ())]  # type: ignore[union-attr]
-        search.search_index_prev = None  # its own merge would drop pages below a rebuilt index page
-        self._write_from_kept(index)
-
-    def _write_from_kept(self, index: Any) -> None:
-        make = getattr(index, "generate_search_index", None)
-        settings = getattr(index, "config", None)
-        if make is None or not isinstance(settings, dict) or self.trusted is False:
-            return
-        try:
-            shown = {key: settings[key] for key in ("lang", "separator", "pipeline", "fields")}
-        except KeyError:
-            return
-        parts = (self.encoded[url] for url in self.urls if self.encoded.get(url))
-        made = f'{{"config":{_json(shown)},"docs":[{",".join(parts)}]}}'
-        if self.trusted is None:
-            self.trusted = make(None) == made
-        if self.trusted:
-            index.generate_search_index = lambda prev: made
-
-
-def _json(value: Any) -> str:
-    """JSON as the theme's search plugin writes its index."""
-    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 class Collector:
