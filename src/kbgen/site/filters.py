@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
@@ -123,7 +124,9 @@ class Memo:
     ``{% call memo("bug-row", site.digest("bug", b.id), ...) %}<tr>...</tr>{% endcall %}``
     """
 
-    LIMIT = 50_000  # parts kept; past it the memo starts over (old digests are never asked for)
+    #: parts kept; past it the memo starts over (old digests are never asked for). A bug shows
+    #: in a few tables (the bug index, its error type's, its causes' and fixes' pages).
+    LIMIT = 200_000
 
     def __init__(self) -> None:
         self.kept: dict[tuple[Any, ...], Markup] = {}
@@ -135,6 +138,20 @@ class Memo:
                 self.kept.clear()
             found = self.kept[key] = Markup(caller())
         return found
+
+    def table(self, name: str, rows: Iterable[tuple[tuple[Any, ...], Any]], row: Any) -> Markup:
+        """The rows of a big table at the cost of a lookup each: ``row(item)`` (a macro) for each
+        ``(key, item)`` of ``rows``, kept under ``(name, *key)`` as a call would keep it."""
+        kept, made = self.kept, []
+        for key, item in rows:
+            full = (name, *key)
+            found = kept.get(full)
+            if found is None:
+                if len(kept) >= self.LIMIT:
+                    kept.clear()
+                found = kept[full] = Markup(row(item))
+            made.append(found)
+        return Markup("".join(made))
 
     def clear(self) -> None:
         self.kept.clear()

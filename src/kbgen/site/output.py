@@ -1,7 +1,7 @@
 """Write generated pages into a folder, and never touch anything outside it.
 
-``kbgen build-pages OUT`` and ``mkdocs serve --dirty`` keep a folder of pages current: a file is
-rewritten only when its bytes differ, and pages an earlier run wrote that are gone are removed (a
+``kbgen build-pages OUT`` keeps a folder of pages current: a file is rewritten only when its
+bytes differ, and pages an earlier run wrote that are gone are removed (a
 manifest in the folder names them). The manifest is not trusted: a name in it is removed only
 when it is a plain relative path, every folder on the way is a real folder inside OUT (a symbolic
 link is never followed), and the file itself is a regular file. Nothing is written through a
@@ -106,12 +106,10 @@ def unpublishable(path: Path, docs: Path) -> str | None:
 # --------------------------------------------------------------------------- writing
 
 
-def write_pages(files: dict[str, bytes], out: Path, *, before: dict[str, bytes] | None = None) -> WriteReport:
+def write_pages(files: dict[str, bytes], out: Path) -> WriteReport:
     """Write ``{relative path: content}`` under ``out``, touching only files whose bytes differ.
 
     Files written by an earlier run and no longer produced are removed; nothing else is touched.
-    ``before``: what this process wrote to ``out`` last time (a server's private folder, which
-    nothing else writes to); a file whose bytes equal those is not read back from disk.
     """
     report = WriteReport()
     try:
@@ -120,9 +118,6 @@ def write_pages(files: dict[str, bytes], out: Path, *, before: dict[str, bytes] 
         raise KbgenError(f"{out}: cannot create: {exc.strerror}") from None
     root = out.resolve()
     for rel, data in sorted(files.items()):
-        if before is not None and before.get(rel) == data:
-            report.unchanged += 1
-            continue
         path = _place(root, rel, create=True)
         assert path is not None
         if _current(path, len(data)) == data:

@@ -3,7 +3,7 @@
 A page is rendered again only when something it shows changed: its cache key is the digest of
 the templates plus the content digests of every record the page draws on. The mkdocs plugin and
 ``kbgen build-pages`` share this; the writer rewrites a file only when its text changed, so a
-file's modification time says when its page last changed (which ``mkdocs serve --dirty`` uses).
+file's modification time says when its page last changed.
 """
 
 from __future__ import annotations

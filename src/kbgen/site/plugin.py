@@ -2,18 +2,16 @@
 
 ``on_files`` loads and checks kb/, renders every page (reusing the ones whose inputs did not
 change) and adds each as a generated file whose edit link points at its kb/ source. Nothing is
-written into docs/. Under ``mkdocs serve --dirty`` the pages are written to a private folder
-instead, each file rewritten only when its page changed, so mkdocs rebuilds just those.
+written into docs/. Under ``mkdocs serve --dirty`` each page's file (and the page mkdocs made of
+it) is kept from one build to the next and says itself whether its text changed, so mkdocs
+reads, renders and writes just those (:mod:`kbgen.site.serving`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import posixpath
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,7 +27,7 @@ from mkdocs.structure.pages import Page as MkPage
 from kbgen import clock, layers, mdsafe, templating
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
-from kbgen.site import devserver, navmemo, output, pages, rawhtml, render
+from kbgen.site import devserver, navmemo, output, pages, rawhtml, render, serving, themeplugins
 from kbgen.site.data import ERRORS, STALE_DAYS
 from kbgen.site.fleet import FLEET
 from kbgen.store import Project, find_project
@@ -59,11 +57,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # Parsed files are kept only while serving: a one-off build would just make every
         # garbage collection of the page rendering that follows walk them again.
         self.entries: pages.EntryCache | None = None
-        self.built: set[str] = set()  # pages mkdocs rendered in this build (all but a dirty one's)
-        self.search: dict[str, list[Any]] = {}  # page url -> its search entries, across dirty builds
-        self.urls: set[str] = set()
+        self.search = themeplugins.SearchEntries()
         self.project: Project | None = None
-        self.pages_dir: Path | None = None  # set under `serve --dirty`
+        self.dirty = False  # serving with dirty reload: pages kept between builds
         self.env: Any = None
         self.templates_digest = ""
         self.error_uris: list[str] = []
@@ -75,23 +71,34 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
         self.compiled: navmemo.CompiledTemplates | None = None  # while serving: the theme's
         self.edit_uris: dict[tuple[str, Path, Path], str] = {}  # (kb/ source, docs/, project) -> edit link
-        self.nav_key: tuple[tuple[str, str], ...] | None = None  # the last build's navigation
-        self.written: dict[str, bytes] = {}  # under `serve --dirty`: the pages in pages_dir
+        self.nav: Navigation | None = None  # this build's
+        self.nav_key: Any = None  # what the last build's navigation showed (serving.nav_key)
         self.theme_listings: dict[Any, list[str]] = {}  # while serving: the theme's files, listed once
+        # under `serve --dirty`: what is kept between builds (kbgen.site.serving)
+        self.kept = serving.KeptFiles()
+        self.docs_pages = serving.DocsPages()
+        self.tags = themeplugins.TagPlugins()
+        self.tags_export = themeplugins.TagsExport()
+        self.sitemap = themeplugins.Sitemap()
+        self.files: Files | None = None  # this build's
+        self.read: set[str] = set()  # src uris of the pages mkdocs read in this build
+        self.collector = serving.Collector()  # while serving
+        # the links of lifted HTML blocks as resolved, by page, while the site's files stay the same
+        self.links: dict[str, dict[str, str]] = {}
+        self.link_files: tuple[frozenset[str], bool] | None = None  # files and use_directory_urls
 
     # Having on_startup keeps this instance alive across `mkdocs serve` rebuilds, cache included.
     def on_startup(self, *, command: Literal["build", "gh-deploy", "serve"], dirty: bool) -> None:
         if command == "serve":
             self.entries = pages.EntryCache()
             self.compiled = navmemo.CompiledTemplates()
-        if command == "serve" and dirty:
-            self.pages_dir = Path(tempfile.mkdtemp(prefix="kbgen-pages-"))
+        self.dirty = command == "serve" and dirty
 
     def on_shutdown(self) -> None:
-        if self.pages_dir is not None:
-            shutil.rmtree(self.pages_dir, ignore_errors=True)
+        self.collector.stop()
 
     def on_config(self, config: MkDocsConfig) -> None:
+        self.collector.before_build()
         here = Path(config.config_file_path or ".").resolve().parent
         try:
             chosen = self.config.kb
@@ -114,17 +121,20 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         generated = self._generate()
         docs = Path(config.docs_dir).resolve()
         self._leave_out_unsafe(files, config.docs_dir, docs)
-        bodies = {p.uri: p.text.encode("utf-8") for p in generated}
-        if self.pages_dir is not None:
-            output.write_pages(bodies, self.pages_dir, before=self.written)
-            self.written = bodies
+        self.read = set()
+        if self.dirty:
+            self.kept.start(config)
+        taken = files.src_uris
         for page in generated:
-            if files.get_file_from_path(page.uri) is not None:
+            if page.uri in taken:
                 raise PluginError(
                     f"kbgen: {Path(config.docs_dir, page.uri)} is in the way of the generated "
                     f"page {page.uri}; remove or rename it"
                 )
             files.append(self._file(config, page, docs))
+        if self.dirty:  # a page gone from the site (a deleted record) is gone from the preview
+            for file in self.kept.keep_only({p.uri for p in generated}):
+                serving.remove_output(file, config.site_dir)
         for uri, path in pages.report_files(self.project).items():  # bug pages link to them
             if files.get_file_from_path(uri) is None:
                 files.append(File.generated(config, uri, abs_src_path=str(path)))
@@ -135,7 +145,10 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 )
         self.error_uris = [p.uri for p in sorted(generated, key=_title_key) if p.kind == "error"]
         self.generated = {p.uri for p in generated}
-        self.urls = {file.url for file in files.documentation_pages()}
+        self.search.urls = dict.fromkeys(file.url for file in files.documentation_pages())
+        link_files = (frozenset(files.src_uris), config.use_directory_urls)
+        if link_files != self.link_files:
+            self.links, self.link_files = {}, link_files
         return files
 
     def _leave_out_unsafe(self, files: Files, docs_dir: str, docs: Path) -> None:
@@ -188,16 +201,14 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         # The Fleet page joins the nav in on_nav (no mkdocs.yml has to name it); its nodes never.
         outside = page.source or page.kind == "fleet"
         level = InclusionLevel.NOT_IN_NAV if outside else InclusionLevel.UNDEFINED
-        if self.pages_dir is not None:
-            file = File.generated(
-                config, page.uri, abs_src_path=str(self.pages_dir / page.uri), inclusion=level
-            )
-        else:
-            file = File.generated(config, page.uri, content=page.text, inclusion=level)
-        if page.source is not None and page.source.startswith(layers.BASE_LABEL):
-            file.edit_uri = None  # shipped with kbgen: `kbgen kb copy ID` forks it into kb/
-        elif page.source is not None:
-            file.edit_uri = self._edit_uri(page.source, docs)
+        edit_uri = None  # generated; or shipped with kbgen: `kbgen kb copy ID` forks it into kb/
+        if page.source is not None and not page.source.startswith(layers.BASE_LABEL):
+            edit_uri = self._edit_uri(page.source, docs)
+        if self.dirty:
+            return self.kept.file(config, page.uri, page.text, level, edit_uri)
+        file = File.generated(config, page.uri, content=page.text, inclusion=level)
+        if page.source is not None:
+            file.edit_uri = edit_uri
         return file
 
     def _edit_uri(self, source: str, docs: Path) -> str:
@@ -210,32 +221,45 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             self.edit_uris[key] = posixpath.join(*Path(os.path.relpath(target, docs)).parts)
         return self.edit_uris[key]
 
+    @event_priority(110)  # before the theme's tags plugin makes its tag index
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         # Material renders the navigation, error types included, into every page: render it
         # once for all the record pages that show the same one.
         self.navmemo = navmemo.install(env)
         if self.compiled is not None:  # mkdocs makes a new environment, so a cold one, per build
             env.bytecode_cache = self.compiled
+        if self.dirty and self.nav is not None:
+            self.tags.merge(config, files, self.read)
+            self.tags_export.write(config)
+            self._rebuild_all_when_nav_changed(self.nav, files)
         return env
 
     def on_nav(self, nav: Navigation, /, *, config: MkDocsConfig, files: Files) -> Navigation:
-        nav = self._with_kb_entries(nav, files)
-        self._rebuild_all_when_nav_changed(nav, files)
+        nav = self.nav = self._with_kb_entries(nav, files)
+        self.files = files
+        if not self.dirty:
+            return nav
+        if self.kept.fresh_key and self.nav_key is not None:  # mkdocs.yml changed: read every page
+            for file in files.documentation_pages():
+                serving.mark_for_rebuild(file)
+        self.docs_pages.carry_over(files)
+        in_serve = files.documentation_pages(inclusion=InclusionLevel.is_in_serve)
+        if any(file.is_modified() for file in in_serve):
+            self.tags.force_listings(files)
         return nav
 
     def _rebuild_all_when_nav_changed(self, nav: Navigation, files: Files) -> None:
         """Every page shows the navigation (the tabs, the sidebar): under ``serve --dirty`` a
-        page whose own file did not change is not rebuilt, so when an entry joins or leaves the
-        navigation (the Fleet tab after the first ``fleet ingest``, a new error type) every page
-        is marked out of date once, or the pages built before would go on without it."""
-        key = tuple((page.title or "", page.file.src_uri) for page in _pages_in(nav.items))
+        page whose own file did not change is not rebuilt, so when the navigation changes (the
+        Fleet tab after the first ``fleet ingest``, a new or retitled error type, one whose
+        open-bugs mark comes or goes) every page is rebuilt once from what it holds, or the pages
+        built before would go on showing the old one. Found once the changed pages are read."""
+        key = serving.nav_key(nav.items)
         changed = self.nav_key is not None and key != self.nav_key
         self.nav_key = key
-        if not changed or self.pages_dir is None:
-            return
-        for file in files.documentation_pages():
-            with contextlib.suppress(OSError):  # not built yet: mkdocs builds it anyway
-                os.utime(file.abs_dest_path, (0, 0))
+        if changed:
+            for file in files.documentation_pages(inclusion=InclusionLevel.is_in_serve):
+                serving.mark_for_rebuild(file)
 
     def _with_kb_entries(self, nav: Navigation, files: Files) -> Navigation:
         section = _section_of(nav.items, ERRORS) if self.config.nav_errors else None
@@ -259,7 +283,18 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 after.previous_page = before
         return Navigation(nav.items, ordered)
 
+    def on_pre_template(self, template: Any, /, *, template_name: str, config: MkDocsConfig) -> Any:
+        if self.dirty and template_name == self.sitemap.NAME and self.files is not None:
+            return self.sitemap.template(template, self.files)
+        return template
+
+    def on_post_template(self, output: str, /, *, template_name: str, config: MkDocsConfig) -> str:
+        if self.dirty and template_name == self.sitemap.NAME:
+            self.sitemap.rendered(output)
+        return output
+
     def on_page_markdown(self, markdown: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
+        self.read.add(page.file.src_uri)
         if page.file.src_uri not in self.generated:
             return markdown
         lifted = rawhtml.Lifted(self.nonce)
@@ -281,11 +316,11 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 target = files.get_file_from_path(rawhtml.target_uri(page.file.src_uri, href))
                 return None if target is None else target.url_relative_to(page.file)
 
-            html = lifted.restore(html, url_of)
+            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}))
         return clean_html(html)
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
-        self.built.add(page.url)
+        self.search.built.add(page.url)
         outside = page.file.inclusion == InclusionLevel.NOT_IN_NAV and page.parent is None
         if outside and page.file.generated_by == "kbgen":
             # A record page outside the nav would show an empty navigation sidebar: hide it, so
@@ -306,27 +341,15 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             status = Path(config.site_dir) / PROBLEM_FILE  # read by the page while this runs
             problem = json.dumps({"problem": self.problem}).encode()
             replace_file(status, problem, new_file_mode(), durable=False)
-        if self.pages_dir is not None:
-            self._keep_search_complete(config)
-        self.built = set()
+        if self.dirty:
+            self.search.keep_complete(config)
+            self.kept.built()
+            self.tags.remember_listings(config)
+            self.tags_export.check()
+        self.search.built = set()
         self.lifted = {}  # a page mkdocs did not render this time must not keep its blocks
-
-    def _keep_search_complete(self, config: MkDocsConfig) -> None:
-        """Under dirty reload the theme's search index would hold only the pages just rebuilt.
-
-        Keep every page's entries across builds and hand the theme the whole set to write.
-        """
-        search = next((p for p in config.plugins.values() if hasattr(p, "search_index_prev")), None)
-        index = getattr(search, "search_index", None)
-        if search is None or not isinstance(getattr(index, "entries", None), list):
-            return
-        fresh: dict[str, list[Any]] = {url: [] for url in self.built}
-        for entry in index.entries:  # type: ignore[union-attr]
-            fresh.setdefault(str(entry.get("location", "")).split("#")[0], []).append(entry)
-        self.search = {url: found for url, found in self.search.items() if url in self.urls}
-        self.search.update(fresh)
-        index.entries = [entry for url in sorted(self.search) for entry in self.search[url]]  # type: ignore[union-attr]
-        search.search_index_prev = None  # its own merge would drop pages below a rebuilt index page
+        self.nav = self.files = None  # kept by nothing between builds
+        self.collector.after_build()
 
     def on_serve(self, server: Any, /, *, config: MkDocsConfig, builder: Any) -> Any:
         assert self.project is not None
@@ -340,6 +363,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             server.build_delay = min(server.build_delay, 0.02)
         else:
             log.info("watching for changes by polling every half second")
+        self.collector.start()  # called once, after the first build
         return server
 
 

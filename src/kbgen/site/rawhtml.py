@@ -39,35 +39,67 @@ class Lifted:
         self.token = f"kbgenhtml{secrets.token_hex(8)}x"  # no text of a record can guess it
         self.blocks: list[str] = []
         self.mark = f"<!-- kbgen:html {nonce} -->"
-        self.block = re.compile(
-            f"^{re.escape(self.mark)}\n(.*?)^<!-- /kbgen:html {re.escape(nonce)} -->$", re.M | re.S
-        )
+        self.end = f"<!-- /kbgen:html {nonce} -->"
 
     def lift(self, markdown: str) -> str:
-        """``markdown`` with each marked block replaced by a placeholder paragraph."""
+        """``markdown`` with each marked block replaced by a placeholder paragraph: a line that is
+        the mark, up to the next line that is the end mark (plain substring searches: a block
+        can be megabytes)."""
+        parts: list[str] = []
+        done = 0
+        start = _line(markdown, self.mark, 0)
+        while start >= 0:
+            inside = start + len(self.mark)
+            if markdown.startswith("\n", inside):
+                end = _line(markdown, self.end, inside + 1)
+                if end < 0:
+                    break
+                self.blocks.append(markdown[inside + 1 : end])
+                parts += [markdown[done:start], f"\n{self.token}{len(self.blocks) - 1}\n"]
+                done = end + len(self.end)
+                start = _line(markdown, self.mark, done)
+            else:
+                start = _line(markdown, self.mark, inside)
+        return "".join([*parts, markdown[done:]]) if parts else markdown
 
-        def keep(match: re.Match[str]) -> str:
-            self.blocks.append(match.group(1))
-            return f"\n{self.token}{len(self.blocks) - 1}\n"
+    def restore(
+        self, page_html: str, url_of: Callable[[str], str | None], known: dict[str, str] | None = None
+    ) -> str:
+        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``.
 
-        if self.mark not in markdown:  # most pages: one substring search, not a regex scan per line
-            return markdown
-        return self.block.sub(keep, markdown)
-
-    def restore(self, page_html: str, url_of: Callable[[str], str | None]) -> str:
-        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``."""
+        ``known``: links of this page resolved before (``href="..."`` as written -> as resolved),
+        looked up first and added to; its keeper clears it when the site's files change."""
         for number, block in enumerate(self.blocks):
             placeholder = f"<p>{self.token}{number}</p>"
-            page_html = page_html.replace(placeholder, _resolve_links(block, url_of), 1)
+            page_html = page_html.replace(placeholder, _resolve_links(block, url_of, known), 1)
         return page_html
 
 
-def _resolve_links(block: str, url_of: Callable[[str], str | None]) -> str:
+def _line(text: str, line: str, start: int) -> int:
+    """Where ``line`` is a whole line of ``text`` at or after ``start`` (-1 when it is not)."""
+    at = text.find(line, start)
+    while at >= 0:
+        before_ok = at == 0 or text[at - 1] == "\n"
+        after = at + len(line)
+        if before_ok and (after == len(text) or text[after] == "\n"):
+            return at
+        at = text.find(line, at + 1)
+    return at
+
+
+def _resolve_links(block: str, url_of: Callable[[str], str | None], known: dict[str, str] | None) -> str:
+    found = {} if known is None else known
+
     def resolve(match: re.Match[str]) -> str:
-        url = url_of(html.unescape(match.group(1)))
-        if url is None:  # not a page of this site: left as written, like mkdocs leaves it
-            return match.group(0)
-        return f'href="{html.escape(url + (match.group(2) or ""), quote=True)}"'
+        written = match.group(0)
+        done = found.get(written)
+        if done is None:
+            url = url_of(html.unescape(match.group(1)))
+            done = written  # not a page of this site: left as written, like mkdocs leaves it
+            if url is not None:
+                done = f'href="{html.escape(url + (match.group(2) or ""), quote=True)}"'
+            found[written] = done
+        return done
 
     return _HREF.sub(resolve, block)
 

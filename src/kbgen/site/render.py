@@ -13,7 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 from kbgen import mdsafe, templating
-from kbgen.models import Likelihood, Status
+from kbgen.models import Likelihood, Severity, Status
 from kbgen.site.data import (
     BUGS,
     CAUSES,
@@ -41,6 +41,7 @@ from kbgen.site.filters import (
 from kbgen.templating import render
 
 _LIKELIHOOD_RANK = {Likelihood.high: 0, Likelihood.medium: 1, Likelihood.low: 2}
+_URGENT = frozenset({Severity.critical, Severity.high})
 
 
 @jinja2.pass_context
@@ -152,17 +153,19 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
         (f for f in site.fixes.values() if site.is_stale(f)),
         key=lambda f: (f.last_verified or dt.date.min, f.id),
     )
+    open_bugs = [b for b in bugs if site.is_open(b)]
     return _page(
         env,
         site,
         "page-home.md.j2",
         HOME,
+        urgent=[b for b in open_bugs if b.severity in _URGENT],
         recent=bugs[:recent],
         busiest=busiest[:recent],
         failing=failing[:recent],
         stale=stale,
         unverified=[f for f in site.fixes.values() if f.last_verified is None],
-        open_bugs=[b for b in bugs if site.is_open(b)],
+        open_bugs=open_bugs,
         charts=dashboard_charts(site),
     )
 
@@ -170,7 +173,9 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
 def render_bug_index(env: jinja2.Environment, site: SiteData) -> str:
     """Every bug in one sortable table, newest first."""
     bugs = sorted(site.bugs.values(), key=lambda b: b.id, reverse=True)
-    return _page(env, site, "page-bugs.md.j2", BUGS, bugs=bugs)
+    digest = site.digest
+    rows = [((digest("bug", b.id), digest("error", b.error) if b.error else ""), b) for b in bugs]
+    return _page(env, site, "page-bugs.md.j2", BUGS, bugs=bugs, rows=rows)
 
 
 def render_bug(env: jinja2.Environment, site: SiteData, bug_id: str) -> str:

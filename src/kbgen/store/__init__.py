@@ -268,16 +268,28 @@ class Kb:
 def entry_files(folder: Path) -> Iterator[Path]:
     """The ``*.md`` files directly in ``folder``, sorted; sub-folders and links to folders skipped."""
     try:
-        names = sorted(os.listdir(folder))
+        with os.scandir(folder) as listing:  # the kind of each name comes with it: no stat each
+            found = sorted(
+                (item.name, _is_dir(item))
+                for item in listing
+                if item.name.endswith(".md") and not item.name.startswith(".")
+            )
     except FileNotFoundError:
         return
     except OSError as exc:
         raise KbgenError(f"{folder}: cannot list: {exc.strerror}") from None
-    for name in names:
-        if name.endswith(".md") and not name.startswith("."):
-            path = folder / name
-            if not path.is_dir():
-                yield path
+    for name, is_dir in found:
+        if not is_dir:
+            yield folder / name
+
+
+def _is_dir(item: os.DirEntry[str]) -> bool:
+    """Whether ``item`` is a folder or a link to one; a broken or looping link is not (its
+    reader reports it)."""
+    try:
+        return item.is_dir()
+    except OSError:
+        return False
 
 
 class Reader(Protocol):
