@@ -198,3 +198,96 @@ def test_a_warning_alone_does_not_outrank_the_errors_own_causes(monkeypatch: pyt
     causes = [(c["cause"], c["verdict"]) for c in top["causes"]]
     assert top["error"] == "shape-mismatch"
     assert causes[-1] == ("cpu-only-torch-build", "warn") and causes[0][1] is None
+
+
+# --------------------------------------------------------------------------- builds and forms
+
+
+def test_cpp_extensions_cuda_mismatch_names_both_sides_even_wrapped(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = env(
+        "      RuntimeError:\n"
+        "      The detected CUDA version (12.2) mismatches the version that was used to compile\n"
+        "      PyTorch (11.3). Please make sure to use the same CUDA versions.\n"
+    )
+    assert (data["facts"]["toolkit.nvcc"], data["facts"]["torch-build.cuda"]) == ("12.2", "11.3")
+    assert data["status"]["toolkit-runtime"] == "warn"
+    # triage ranks the toolkit first: the library mismatch the error type also lists comes later
+    monkeypatch.delenv("KBGEN_BASE", raising=False)
+    text = (
+        "The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8).\n"
+    )
+    result = invoke("--kb", str(REPO), "triage", "--json", "-", input=text)
+    assert result.exit_code == 0, result.output
+    top = json.loads(result.stdout)["matches"][0]
+    assert top["error"] == "extension-build-failed"
+    assert top["causes"][0]["cause"] == "cuda-toolkit-missing-or-mismatched"
+
+
+def test_nvcc_refusing_gcc_indicts_the_host_compiler(monkeypatch: pytest.MonkeyPatch) -> None:
+    line = (
+        "/usr/include/cuda/crt/host_config.h:139:2: error: #error -- unsupported GNU version! "
+        "gcc versions later than 10 are not supported!\n"
+    )
+    data = env(line)
+    assert data["status"]["host-compiler"] == "fail"
+    assert env(COLLECT_ENV_SHORT)["status"]["host-compiler"] == "unknown"  # no word on it: no guess
+    monkeypatch.delenv("KBGEN_BASE", raising=False)
+    result = invoke("--kb", str(REPO), "triage", "--json", "-", input=line)
+    assert result.exit_code == 0, result.output
+    top = json.loads(result.stdout)["matches"][0]
+    assert top["causes"][0]["cause"] == "host-compiler-unsupported-by-nvcc"
+    assert top["causes"][0]["verdict"] == "fail"
+
+
+COLLECT_ENV_SHORT = "PyTorch version: 2.4.0+cu121\nCUDA used to build PyTorch: 12.1\n"
+
+
+def test_torch_build_config_gives_its_cuda_and_arch_list() -> None:
+    facts = env(
+        "PyTorch compiling details: PyTorch built with:\n"
+        "  - GCC 7.3\n"
+        "  - CUDA Runtime 10.2\n"
+        "  - NVCC architecture flags: -gencode;arch=compute_37,code=sm_37;"
+        "-gencode;arch=compute_50,code=sm_50;-gencode;arch=compute_75,code=sm_75;-gencode;arch=compute_37,code=compute_37\n"
+        "NVCC: Cuda compilation tools, release 10.1, V10.1.243\n"
+    )["facts"]
+    assert facts["torch-build.cuda"] == "10.2"
+    assert facts["torch-build.arch_list"] == "sm_37 sm_50 sm_75 compute_37"
+    assert facts["toolkit.nvcc"] == "10.1"
+
+
+def test_detectron2_table_names_its_cuda_compiler() -> None:
+    facts = env("Compiler                GCC 7.5\nCUDA compiler           CUDA 10.1\n")["facts"]
+    assert facts["toolkit.nvcc"] == "10.1"
+
+
+def test_issue_form_headings_and_their_answers() -> None:
+    facts = env(
+        "### NVIDIA Open GPU Kernel Modules Version\n\n570.158.01\n\n"
+        "### Operating System and Version\n\nRocky 9.6\n\n"
+        "### Hardware: GPU\n\nRTX 6000 Ada Gen, RTX 4500 Ada Gen\n\n"
+        "### Python version\n\n_No response_\n"
+    )["facts"]
+    assert facts["gpu.driver"] == "570.158.01"
+    assert facts["system.os"] == "Rocky 9.6"
+    assert facts["gpu.name"] == "RTX 6000 Ada Gen"  # the first of those listed
+    assert "system.python" not in facts
+    two = env("### NVIDIA Open GPU Kernel Modules Version\n\n570.158.01, 575.57.08\n")["facts"]
+    assert "gpu.driver" not in two  # which of the two ran the failure is not said
+
+
+def test_chinese_labels_and_full_width_colons() -> None:
+    facts = env("Python版本：3.10.11\nPyTorch 版本：2.1.2\n")["facts"]
+    assert facts["system.python"] == "3.10.11"
+    assert facts["torch-build.version"] == "2.1.2"
+
+
+def test_is_available_printed_below_torchs_warning() -> None:
+    facts = env(
+        'CUDA_VISIBLE_DEVICES= python -c "import torch; print(torch.cuda.is_available())"\n\n'
+        "/x/torch/cuda/__init__.py:52: UserWarning: CUDA initialization: The NVIDIA driver on your "
+        "system is too old (found version 10010).\n"
+        "  return torch._C._cuda_getDeviceCount() > 0\n"
+        "False\n"
+    )["facts"]
+    assert facts["torch-build.cuda_available"] is False

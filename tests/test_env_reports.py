@@ -33,9 +33,10 @@ MANIFEST = json.loads((DATA / "manifest.json").read_text())
 #: on reports no rule was written for needs a new held-out set.
 HELDOUT_FLOORS = {"facts": 1.0, "causes": 1.0, "controls": 1.0}
 TUNE_FLOORS = {"facts": 0.993, "causes": 0.975, "controls": 1.0}
-#: the second held-out set, gathered while the rules above were tuned and measured once
-#: afterwards (its README has the figures and the misses); these are the measured figures.
-HELDOUT2_FLOORS = {"facts": 157 / 179, "causes": 24 / 29, "controls": 1.0}
+#: the second held-out set, gathered while the rules above were tuned, measured once afterwards
+#: (facts 157/179, causes 24/29, controls 17/17: its README has them with the misses); the misses
+#: were then read and fixed, so it is tuning data too and these floors are what the rules reach.
+HELDOUT2_FLOORS = {"facts": 178 / 179, "causes": 27 / 29, "controls": 1.0}
 
 COLLECT_ENV = """\
 Collecting environment information...

@@ -1,7 +1,8 @@
 """What surrounds a fact on a pasted line, taken off before the rules read it.
 
 People paste environment facts inside other layouts: a logger's prefix (``[2025-10-13
-18:27:05,692][DEBUG] Python: 3.12.11``, ``INFO 02-21 17:08:40 __init__.py:183] ...``), Markdown
+18:27:05,692][DEBUG] Python: 3.12.11``, ``INFO 02-21 17:08:40 __init__.py:183] ...``), Chinese
+labels (``Python版本：3.10``, read ``Python version: 3.10``), Markdown
 emphasis (``is_available=**False**``, ```` `11.8` ````) and two-column Markdown tables
 (``| PyTorch version | 2.1.0 |``). :func:`plain` gives the line the rules would see had it been
 pasted bare; a line with none of these comes back unchanged.
@@ -35,6 +36,8 @@ def plain(line: str) -> str:
         match = _PREFIX.match(line)
         if match and match.end() < len(line):
             line = line[match.end() :]
+    if "\uff1a" in line or "\u7248\u672c" in line:  # a full-width colon; "version" in Chinese
+        line = re.sub("\\s*\u7248\u672c\\s*", " version", line).replace("\uff1a", ": ")
     if "**" in line or "`" in line:
         line = line.replace("**", "").replace("`", "")
     if line.lstrip().startswith("|"):

@@ -334,6 +334,11 @@ def _d2_torch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.version", m.group(1), MID)
 
 
+@rule(r"^\s*CUDA compiler\s{2,}CUDA (\d+\.\d+)", "detectron2")
+def _d2_nvcc(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    f.put("toolkit.nvcc", m.group(1), MID)
+
+
 @rule(r"^\s*Driver version\s{2,}([\d.]+)", "detectron2")
 def _d2_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.driver", m.group(1), HIGH)

@@ -77,6 +77,42 @@ def _sigill(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("cpu.sigill", True, HIGH)
 
 
+@rule(
+    r"The detected CUDA version \((\d+\.\d+)\) (?:mismatches|has a minor version mismatch with)",
+    "torch error",
+)
+def _cuda_mismatch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """cpp_extension comparing nvcc with torch's CUDA: "The detected CUDA version (12.1) mismatches
+    the version that was used to compile PyTorch (11.3)", often wrapped after "compile"."""
+    f.put("toolkit.nvcc", m.group(1), HIGH)
+    built = re.search(r"compile\s+PyTorch\s*\((\d+\.\d+)\)", " ".join(x.strip() for x in lines[i : i + 3]))
+    if built:
+        f.put("torch-build.cuda", built.group(1), HIGH)
+
+
+@rule(
+    r"#error\s*--\s*unsupported (?:GNU|clang) version!|is greater than the maximum required version by CUDA",
+    "nvcc",
+)
+def _host_compiler(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """nvcc's host_config.h, or torch's check before it, refusing the host compiler."""
+    f.put("toolkit.host_compiler_unsupported", True, HIGH)
+
+
+@rule(r"^\s*-\s*CUDA Runtime (\d+\.\d+)\s*$", "torch build config")
+def _config_runtime(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """``torch.__config__.show()`` (under "PyTorch built with:", as mmcv and mmdetection print it)."""
+    f.put("torch-build.cuda", m.group(1), HIGH)
+
+
+@rule(r"^\s*-\s*NVCC architecture flags\s*:\s*(.*-gencode.*)$", "torch build config")
+def _config_archs(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """The same block's gencode flags, read as ``torch.cuda.get_arch_list()`` gives them."""
+    archs = dict.fromkeys(re.findall(r"code=((?:sm|compute)_\d+a?)", m.group(1)))
+    if archs:
+        f.put("torch-build.arch_list", " ".join(archs), HIGH)
+
+
 # --------------------------------------------------------------------------- packages
 
 
@@ -173,20 +209,43 @@ def _available_prints(m: re.Match[str], lines: list[str], i: int, f: Found) -> N
     f.put("torch-build.cuda_available", m.group(1) == "True", MID)
 
 
-@rule(r"is_available\(\)`?\s*$", "python session")
+@rule(r"is_available\(\)[)`'\"]*\s*$", "python session")
 def _available_next(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
-    word = re.fullmatch(r"(?:returns\s+)?`?(True|False)`?\.?", nxt)
-    if word:
-        f.put("torch-build.cuda_available", word.group(1) == "True", MID)
+    """``print(torch.cuda.is_available())`` and what it printed: the next line, or the first bare
+    True/False below torch's warnings (they go to stderr, in the middle of the output)."""
+    for line in lines[i + 1 : i + 7]:
+        word = re.fullmatch(r"\s*(?:returns\s+)?`?(True|False)`?\.?\s*", line)
+        if word:
+            f.put("torch-build.cuda_available", word.group(1) == "True", MID)
+            return
 
 
-@rule(r"^\s*#{2,4}\s*(PyTorch|Python) version\s*$", "issue form")
+#: GitHub issue forms render each field as a heading with the answer below it
+_FORM_FIELDS = {
+    "pytorch": re.compile(r"(?:PyTorch|torch)(?: version)?"),
+    "python": re.compile(r"Python(?: version)?"),
+    "os": re.compile(r"(?:Operating System|OS)(?: (?:and )?(?:version|Version|distribution))?"),
+    "gpu": re.compile(r"(?:Hardware: )?(?:GPU|Graphics card)(?: (?:model|models|type|name)s?)?"),
+    "driver": re.compile(r"(?:NVIDIA )?(?:GPU )?[Dd]river [Vv]ersion|NVIDIA Open GPU Kernel Modules Version"),
+}
+
+
+@rule(r"^\s*#{2,4}\s*(\S.{0,60}?)\s*$", "issue form")
 def _form_field(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    nxt = next((x.strip() for x in lines[i + 1 : i + 4] if x.strip()), "")
-    if re.fullmatch(VERSION, nxt):
-        key = "torch-build.version" if m.group(1).lower() == "pytorch" else "system.python"
-        f.put(key, nxt, MID)
+    """``### Operating System and Version`` and its answer a line or two below (not "_No response_",
+    not the next heading)."""
+    label = next((name for name, p in _FORM_FIELDS.items() if p.fullmatch(m.group(1).rstrip(" :"))), None)
+    answer = next((x.strip() for x in lines[i + 1 : i + 4] if x.strip()), "")
+    if label is None or not answer or answer.startswith("#") or answer.strip("_").lower() == "no response":
+        return
+    if label in ("pytorch", "python") and re.fullmatch(VERSION, answer):
+        f.put("torch-build.version" if label == "pytorch" else "system.python", answer, MID)
+    elif label == "os" and len(answer) <= 80:
+        f.put("system.os", answer, MID)
+    elif label == "gpu":  # the first of several, as the labels take it
+        f.put("gpu.name", gpu_name(re.split(r",|;| and |\s+/\s+", answer)[0]), MID)
+    elif label == "driver" and len(re.findall(r"\d{3}\.\d+", answer)) == 1:
+        f.put("gpu.driver", driver_version(answer), MID)
 
 
 @rule(r"PyTorch Version \(e\.g\., [\d.]+\)\s*:\s*'?" + VERSION, "issue form")

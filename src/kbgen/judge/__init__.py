@@ -18,13 +18,13 @@ from collections.abc import Mapping
 
 from kbgen import envdata
 from kbgen.envdata import major_minor
-from kbgen.judge.host import cpu_isa, cuda_wheels, cudnn, wsl
+from kbgen.judge.host import cpu_isa, cuda_wheels, cudnn, host_compiler, wsl
 from kbgen.judge.verdict import (
     ARCH,
     CPU_BUILD,
     DRIVER_OLD,
-    LIBS,
     NO_DRIVER,
+    TOOLKIT,
     Scalar,
     Verdict,
     cleared,
@@ -75,7 +75,10 @@ def complete(facts: Mapping[str, Scalar]) -> tuple[dict[str, Scalar], dict[str, 
 def judge(facts: Mapping[str, Scalar]) -> list[Verdict]:
     """Every check's verdict on ``facts`` (derived facts are added first)."""
     full, _ = complete(facts)
-    return [check(full) for check in (_cpu_build, _arch, _driver, _toolkit, cuda_wheels, cudnn, wsl, cpu_isa)]
+    return [
+        check(full)
+        for check in (_cpu_build, _arch, _driver, _toolkit, cuda_wheels, cudnn, wsl, cpu_isa, host_compiler)
+    ]
 
 
 # --------------------------------------------------------------------------- checks
@@ -290,7 +293,7 @@ def _toolkit(f: dict[str, Scalar]) -> Verdict:
         return Verdict(
             check,
             "warn",
-            LIBS,
+            TOOLKIT,
             (
                 f"nvcc {f['toolkit.nvcc']} and torch's CUDA {f['torch-build.cuda']} differ in major "
                 "version: building "

@@ -1,5 +1,5 @@
-"""The judge's checks on the rest of the machine: the CUDA wheels pip installed, cuDNN, WSL, and the
-CPU.
+"""The judge's checks on the rest of the machine: the CUDA wheels pip installed, cuDNN, WSL, the
+host compiler, and the CPU.
 
 See :mod:`kbgen.judge`, which runs them with its own checks.
 """
@@ -7,7 +7,7 @@ See :mod:`kbgen.judge`, which runs them with its own checks.
 from __future__ import annotations
 
 from kbgen.envdata import major_minor
-from kbgen.judge.verdict import CPU_ISA, LIBS, VM_CPU, WSL, Scalar, Verdict, text_of
+from kbgen.judge.verdict import CPU_ISA, HOST_COMPILER, LIBS, VM_CPU, WSL, Scalar, Verdict, text_of
 
 
 def cuda_wheels(f: dict[str, Scalar]) -> Verdict:
@@ -116,3 +116,19 @@ def cpu_isa(f: dict[str, Scalar]) -> Verdict:
             check, "warn", cause, f"the CPU lacks {', '.join(lacking)}: some torch builds need AVX2"
         )
     return Verdict(check, "pass", cause, "the CPU has avx, avx2 and fma")
+
+
+def host_compiler(f: dict[str, Scalar]) -> Verdict:
+    check = "host-compiler"
+    if f.get("toolkit.host_compiler_unsupported") is True:
+        return Verdict(
+            check,
+            "fail",
+            HOST_COMPILER,
+            (
+                "nvcc refused the host compiler as newer than its CUDA release supports: build with a "
+                "gcc (or clang) the toolkit lists, e.g. CC=gcc-N CXX=g++-N, or install a newer CUDA "
+                "toolkit"
+            ),
+        )
+    return Verdict(check, "unknown", None, "nothing in the text says whether nvcc accepts the host compiler")

@@ -17,6 +17,8 @@ LIBS = "library-version-mismatch"
 WSL = "wsl-driver-library-mismatch"
 CPU_ISA = "cpu-lacks-wheel-instruction-set"
 VM_CPU = "vm-cpu-model-hides-features"
+HOST_COMPILER = "host-compiler-unsupported-by-nvcc"
+TOOLKIT = "cuda-toolkit-missing-or-mismatched"
 
 
 @dataclass(frozen=True)
