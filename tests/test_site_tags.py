@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import write_tree
 from site_kb import build_plain_site, make_site_project, mkdocs_build
 
 BUG = "BUG-20251109-002"
@@ -108,3 +109,18 @@ def test_written_pages_leave_no_tag_listing_to_the_theme(tmp_path: Path) -> None
     written = list((tmp_path / "plain" / "pages").rglob("*.md"))
     assert len(written) > 10
     assert [p for p in written if "material/tags" in p.read_text(encoding="utf-8")] == []
+
+
+def test_a_team_tags_page_left_to_the_theme_still_takes_the_tag_links(tmp_path: Path) -> None:
+    """A team that kept the theme's listing in its own tags template: `mkdocs build --strict`
+    passes (the theme makes the sections after mkdocs checks anchors) and the links land."""
+
+    project = make_site_project(tmp_path / "project")
+    write_tree(project, {"templates/page-tags.md.j2": "# Tags\n\n<!-- material/tags -->\n"})
+    result = mkdocs_build(project)
+    assert result.returncode == 0, result.stderr
+    assert "does not contain an anchor" not in result.stderr
+    site = project / "site"
+    sections = Tags(site / "tags" / "index.html").sections
+    links = [link for _, found in Tags(site / "bugs" / BUG / "index.html").navs for link in found]
+    assert links and all(link.split("#")[1] in sections for link in links)

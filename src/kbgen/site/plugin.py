@@ -28,7 +28,7 @@ from kbgen import clock, layers, mdsafe, templating
 from kbgen.errors import KbgenError
 from kbgen.fileio import new_file_mode, replace_file
 from kbgen.site import devserver, navmemo, output, pages, rawhtml, render, serving, themeplugins
-from kbgen.site.data import ERRORS, STALE_DAYS
+from kbgen.site.data import ERRORS, STALE_DAYS, TAGS
 from kbgen.site.fleet import FLEET
 from kbgen.store import Project, find_project
 
@@ -66,6 +66,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.generated: set[str] = set()  # src uris of the pages made from kb/
         self.last_good: list[pages.Page] | None = None  # while serving: the pages last published
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
+        self.tag_sections: themeplugins.Sections = list  # of the latest site published
         self.navmemo: navmemo.NavMemo | None = None
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
@@ -177,6 +178,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 self.env.globals["memo"].clear()
                 self.templates_digest = digest
             generated = pages.generate(site, self.env, self.cache, digest)
+            self.tag_sections = site.tag_index
         except KbgenError as exc:
             if self.entries is None:  # a one-off build fails; a server keeps answering
                 raise PluginError(f"kbgen: the KB cannot be published:\n{exc}") from None
@@ -309,6 +311,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             return html
         from kbgen.site.sanitize import clean_html
 
+        if page.file.src_uri == TAGS:
+            themeplugins.listing_anchors(page, self.tag_sections)
         lifted = self.lifted.pop(page.file.src_uri, None)
         if lifted is not None:
 

@@ -13,13 +13,16 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import Files, InclusionLevel
+from mkdocs.structure.pages import Page as MkPage
 
 from kbgen.fileio import new_file_mode, replace_file
+from kbgen.site.data import TagSection
 from kbgen.site.serving import mark_for_rebuild
 
 
@@ -228,3 +231,16 @@ class _Rendered:
 
     def render(self, *args: Any, **context: Any) -> str:
         return self.text
+
+
+#: the marker a tags page leaves for the theme's own listing
+THEME_TAGS = "<!-- material/tags"
+Sections = Callable[[], list[TagSection]]
+
+
+def listing_anchors(page: MkPage, sections: Sections) -> None:
+    """A team's tags page that leaves the listing to the theme gets its sections' anchors: the
+    theme makes them after mkdocs has looked for them, and every tag link would seem broken.
+    (The page's own text is read: the theme has put its own headline in place of the marker.)"""
+    if page.present_anchor_ids is not None and THEME_TAGS in page.file.content_string:
+        page.present_anchor_ids |= {section.anchor for section in sections()}
