@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from conftest import invoke
 from kbgen import mdsafe
-from kbgen.site.sanitize import clean_html
+from kbgen.site.sanitize import BlockCleaner, clean_html
 from site_kb import REPO, make_site_project, mkdocs_build, site_kb_files
 
 # Holes mdsafe had, each as a whole record body, plus the usual suspects. mdsafe closes each of
@@ -175,6 +175,48 @@ def test_hostile_markdown_never_renders_anything_that_runs(text: str) -> None:
     for markdown_text in (mdsafe.body(text), mdsafe.prose(text)):
         raw, clean = render_like_the_site(markdown_text)
         assert dangers(raw) == [] and dangers(clean) == [], markdown_text
+
+
+ROW_TEXT = st.sampled_from(
+    [
+        "plain",
+        "<script>alert(1)</script>",
+        "</td></tr><img src=x onerror=alert(2)>",
+        "</tbody></table>",
+        "<tr><td onclick=alert(3)>",
+        "&lt;escaped&gt;",
+        "<a href='javascript:alert(4)'>x</a>",
+        "\n",
+        "</tr>",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.lists(ROW_TEXT, min_size=1, max_size=3).map("".join), min_size=64, max_size=90), st.booleans()
+)
+def test_big_tables_cleaned_row_by_row_hold_nothing_that_runs(cells: list[str], escaped: bool) -> None:
+    """The bug index is cleaned a row at a time between rebuilds: rows as the templates write them
+    (text escaped) come out as the whole table cleaned at once would; rows with raw hostile
+    markup still come out with nothing that runs, and clean (cleaning them again changes nothing)."""
+    text = [mdsafe.escape_html(c) if escaped else c for c in cells]
+    rows = "".join(
+        f'<tr><td><a href="../bugs/B{n}/">B{n}</a></td><td>{t}</td></tr>\n' for n, t in enumerate(text)
+    )
+    block = f"<table>\n<thead><tr><th>ID</th><th>Title</th></tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n"
+    cleaner = BlockCleaner()
+    first = cleaner(block)
+    assert dangers(first) == [] and clean_html(first) == first
+    edited = block.replace("B7/", "B7-edited/", 1)
+    if escaped:
+        assert first == clean_html(block)
+        kept = len(cleaner.rows)
+        assert cleaner(edited) == clean_html(edited)
+        assert len(cleaner.rows) == kept + 1  # the changed row was cleaned; the others were kept
+    else:
+        again = cleaner(edited)
+        assert dangers(again) == [] and clean_html(again) == again
 
 
 def test_what_material_needs_survives() -> None:

@@ -358,6 +358,10 @@ class TagSection:
     names: list[str] = field(default_factory=list)
     records: list[tuple[str, str, str]] = field(default_factory=list)
 
+    def key(self) -> tuple[tuple[str, str, str], ...]:
+        """What the section's list shows (the labels carry the titles), for the page's memo."""
+        return tuple(self.records)
+
 
 _NOT_IN_SLUG = re.compile(r"[^\w\- ]")
 

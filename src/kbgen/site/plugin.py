@@ -67,6 +67,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.last_good: list[pages.Page] | None = None  # while serving: the pages last published
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
         self.tag_sections: themeplugins.Sections = list  # of the latest site published
+        self.cleaner: Any = None  # the sanitizer's memo of big blocks (sanitize.BlockCleaner)
         self.navmemo: navmemo.NavMemo | None = None
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
@@ -301,27 +302,27 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             return markdown
         lifted = rawhtml.Lifted(self.nonce)
         markdown = lifted.lift(markdown)
-        if lifted.blocks:
-            self.lifted[page.file.src_uri] = lifted
+        self.lifted.update({page.file.src_uri: lifted} if lifted.blocks else {})
         return markdown
 
     def on_page_content(self, html: str, /, *, page: MkPage, config: MkDocsConfig, files: Files) -> str:
         """A page made from KB text leaves here as allow-listed HTML: no script, handler or script URL."""
         if page.file.src_uri not in self.generated:
             return html
-        from kbgen.site.sanitize import clean_html
+        from kbgen.site.sanitize import BlockCleaner, clean_html
 
         if page.file.src_uri == TAGS:
             themeplugins.listing_anchors(page, self.tag_sections)
-        lifted = self.lifted.pop(page.file.src_uri, None)
-        if lifted is not None:
+        html, lifted = clean_html(html), self.lifted.pop(page.file.src_uri, None)
+        if lifted is not None:  # the blocks go back into the page cleaned (placeholders are text)
 
             def url_of(href: str) -> str | None:
                 target = files.get_file_from_path(rawhtml.target_uri(page.file.src_uri, href))
                 return None if target is None else target.url_relative_to(page.file)
 
-            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}))
-        return clean_html(html)
+            self.cleaner = self.cleaner or BlockCleaner()
+            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}), self.cleaner)
+        return html
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
         self.search.built.add(page.url)

@@ -63,15 +63,20 @@ class Lifted:
         return "".join([*parts, markdown[done:]]) if parts else markdown
 
     def restore(
-        self, page_html: str, url_of: Callable[[str], str | None], known: dict[str, str] | None = None
+        self,
+        page_html: str,
+        url_of: Callable[[str], str | None],
+        known: dict[str, str] | None = None,
+        clean: Callable[[str], str] = str,
     ) -> str:
-        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``.
+        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``
+        and then passed through ``clean`` (the sanitizer).
 
         ``known``: links of this page resolved before (``href="..."`` as written -> as resolved),
         looked up first and added to; its keeper clears it when the site's files change."""
         for number, block in enumerate(self.blocks):
             placeholder = f"<p>{self.token}{number}</p>"
-            page_html = page_html.replace(placeholder, _resolve_links(block, url_of, known), 1)
+            page_html = page_html.replace(placeholder, clean(_resolve_links(block, url_of, known)), 1)
         return page_html
 
 
