@@ -358,9 +358,9 @@ class TagSection:
     names: list[str] = field(default_factory=list)
     records: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def key(self) -> tuple[tuple[str, str, str], ...]:
-        """What the section's list shows (the labels carry the titles), for the page's memo."""
-        return tuple(self.records)
+    def rows(self) -> list[tuple[tuple[str, str, str], tuple[str, str, str]]]:
+        """Each entry under what it shows (its label carries the title), for the page's memo."""
+        return [(record, record) for record in self.records]
 
 
 _NOT_IN_SLUG = re.compile(r"[^\w\- ]")

@@ -67,7 +67,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.last_good: list[pages.Page] | None = None  # while serving: the pages last published
         self.problem = ""  # while serving: why kb/ cannot be published now ("" when it can)
         self.tag_sections: themeplugins.Sections = list  # of the latest site published
-        self.cleaner: Any = None  # the sanitizer's memo of big blocks (sanitize.BlockCleaner)
+        self.cleaners: dict[str, Any] = {}  # src uri -> its big blocks cleaned (sanitize.BlockCleaner)
         self.navmemo: navmemo.NavMemo | None = None
         self.lifted: dict[str, rawhtml.Lifted] = {}  # src uri -> HTML blocks kept out of Markdown
         self.nonce = rawhtml.new_nonce()  # marks the blocks only the templates may have lifted
@@ -150,7 +150,7 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         self.search.urls = dict.fromkeys(file.url for file in files.documentation_pages())
         link_files = (frozenset(files.src_uris), config.use_directory_urls)
         if link_files != self.link_files:
-            self.links, self.link_files = {}, link_files
+            self.links, self.link_files, self.cleaners = {}, link_files, {}
         return files
 
     def _leave_out_unsafe(self, files: Files, docs_dir: str, docs: Path) -> None:
@@ -320,8 +320,8 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
                 target = files.get_file_from_path(rawhtml.target_uri(page.file.src_uri, href))
                 return None if target is None else target.url_relative_to(page.file)
 
-            self.cleaner = self.cleaner or BlockCleaner()
-            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}), self.cleaner)
+            cleaner = self.cleaners.setdefault(page.file.src_uri, BlockCleaner())
+            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}), cleaner)
         return html
 
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:

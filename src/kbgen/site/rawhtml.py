@@ -67,16 +67,20 @@ class Lifted:
         page_html: str,
         url_of: Callable[[str], str | None],
         known: dict[str, str] | None = None,
-        clean: Callable[[str], str] = str,
+        clean: Callable[[str, Callable[[str], str]], str] | None = None,
     ) -> str:
-        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``
-        and then passed through ``clean`` (the sanitizer).
+        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``;
+        ``clean(block, resolve)`` (the sanitizer) resolves and cleans each block when given.
 
         ``known``: links of this page resolved before (``href="..."`` as written -> as resolved),
         looked up first and added to; its keeper clears it when the site's files change."""
+
+        def resolve(text: str) -> str:
+            return _resolve_links(text, url_of, known)
+
         for number, block in enumerate(self.blocks):
             placeholder = f"<p>{self.token}{number}</p>"
-            page_html = page_html.replace(placeholder, clean(_resolve_links(block, url_of, known)), 1)
+            page_html = page_html.replace(placeholder, clean(block, resolve) if clean else resolve(block), 1)
         return page_html
 
 

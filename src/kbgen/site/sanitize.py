@@ -89,37 +89,40 @@ def clean_html(html: str) -> str:
 
 
 class BlockCleaner:
-    """:func:`clean_html` for the big HTML blocks of generated pages (:mod:`kbgen.site.rawhtml`),
-    kept between a server's rebuilds: a block cleaned before is not cleaned again, and a table's
-    rows are cleaned one by one (each inside a table, as the whole table would parse them), so
-    a table of ten thousand bugs with one row changed costs one row.
+    """:func:`clean_html` for the big HTML blocks of one generated page (:mod:`kbgen.site.rawhtml`),
+    kept between a server's rebuilds: a block seen before is not worked on again, and a table's
+    rows are worked on one by one (each cleaned inside a table, as the whole table would parse
+    them), so a table of ten thousand bugs with one row changed costs one row.
 
-    Whatever is put together is made of cleaned parts only: the table with an empty body, and
-    each row as the sanitizer wrote it inside ``<table><tbody>``; a block whose parts do not come
-    back in that shape is cleaned whole."""
+    ``resolve`` (the page's link resolution) is applied to each part before it is cleaned, so the
+    parts are kept under the text the template wrote; whoever keeps the cleaner drops it when the
+    site's files change. Whatever is put together is made of cleaned parts only: the table with
+    an empty body, and each row as the sanitizer wrote it inside ``<table><tbody>``; a block whose
+    parts do not come back in that shape is cleaned whole."""
 
     ROWS_FROM = 64  # a smaller table is cleaned whole
-    LIMIT = 100_000  # parts kept; past it the memo starts over
+    LIMIT = 100_000  # rows kept; past it the memo starts over
     OPEN, CLOSE = "<table><tbody>", "</tbody></table>"
 
     def __init__(self) -> None:
         self.blocks: dict[str, str] = {}
         self.rows: dict[str, str] = {}
 
-    def __call__(self, block: str) -> str:
+    def __call__(self, block: str, resolve: Callable[[str], str] = str) -> str:
         done = self.blocks.get(block)
         if done is None:
-            if len(self.blocks) >= 64:  # blocks are big; the latest versions are the ones asked for
+            if len(self.blocks) >= 16:  # blocks are big; the latest versions are the ones asked for
                 self.blocks.clear()
-            done = self.blocks[block] = self._table(block) or clean_html(block)
+            done = self._table(block, resolve)
+            self.blocks[block] = done = clean_html(resolve(block)) if done is None else done
         return done
 
-    def _table(self, block: str) -> str | None:
+    def _table(self, block: str, resolve: Callable[[str], str]) -> str | None:
         head, opened, rest = block.partition("<tbody>")
         body, closed, tail = rest.rpartition("</tbody>")
         if not (opened and closed) or body.count("</tr>") < self.ROWS_FROM:
             return None
-        skeleton = clean_html(f"{head}<tbody></tbody>{tail}")
+        skeleton = clean_html(resolve(f"{head}<tbody></tbody>{tail}"))
         if skeleton.count("<tbody></tbody>") != 1:
             return None
         if len(self.rows) >= self.LIMIT:
@@ -128,7 +131,7 @@ class BlockCleaner:
         for row in _rows(body):
             done = self.rows.get(row)
             if done is None:
-                out = clean_html(self.OPEN + row + self.CLOSE)
+                out = clean_html(self.OPEN + resolve(row) + self.CLOSE)
                 if not (out.startswith(self.OPEN) and out.endswith(self.CLOSE)):
                     return None
                 done = self.rows[row] = out[len(self.OPEN) : -len(self.CLOSE)]
