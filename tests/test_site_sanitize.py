@@ -217,6 +217,13 @@ def test_big_tables_cleaned_row_by_row_hold_nothing_that_runs(cells: list[str], 
     else:
         again = cleaner(edited)
         assert dangers(again) == [] and clean_html(again) == again
+    # the tags page's lists the same way, item by item
+    items = "".join(f'<li><a href="../bugs/B{n}/">B{n}</a>: {t}</li>\n' for n, t in enumerate(text))
+    listing = f"<ul>\n{items}</ul>\n"
+    listed = cleaner(listing)
+    assert dangers(listed) == [] and clean_html(listed) == listed
+    if escaped:
+        assert listed == clean_html(listing)
 
 
 def test_what_material_needs_survives() -> None:

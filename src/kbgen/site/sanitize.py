@@ -92,54 +92,63 @@ class BlockCleaner:
     """:func:`clean_html` for the big HTML blocks of one generated page (:mod:`kbgen.site.rawhtml`),
     kept between a server's rebuilds: a block seen before is not worked on again, and a table's
     rows are worked on one by one (each cleaned inside a table, as the whole table would parse
-    them), so a table of ten thousand bugs with one row changed costs one row.
+    them; a list's items the same way), so a table of ten thousand bugs with one row changed
+    costs one row.
 
     ``resolve`` (the page's link resolution) is applied to each part before it is cleaned, so the
     parts are kept under the text the template wrote; whoever keeps the cleaner drops it when the
     site's files change. Whatever is put together is made of cleaned parts only: the table with
-    an empty body, and each row as the sanitizer wrote it inside ``<table><tbody>``; a block whose
-    parts do not come back in that shape is cleaned whole."""
+    an empty body, and each row as the sanitizer wrote it inside ``<table><tbody>`` (an item
+    inside ``<ul>``); a block whose parts do not come back in that shape is cleaned whole."""
 
-    ROWS_FROM = 64  # a smaller table is cleaned whole
+    ROWS_FROM = 64  # a smaller table or list is cleaned whole
     LIMIT = 100_000  # rows kept; past it the memo starts over
-    OPEN, CLOSE = "<table><tbody>", "</tbody></table>"
+    #: the containers worked on row by row: (opening tag, row's end tag, what a row is cleaned in)
+    KINDS = (("<tbody>", "</tr>", "<table><tbody>"), ("<ul>", "</li>", "<ul>"))
 
     def __init__(self) -> None:
         self.blocks: dict[str, str] = {}
-        self.rows: dict[str, str] = {}
+        self.rows: dict[tuple[str, str], str] = {}
 
     def __call__(self, block: str, resolve: Callable[[str], str] = str) -> str:
         done = self.blocks.get(block)
         if done is None:
             if len(self.blocks) >= 16:  # blocks are big; the latest versions are the ones asked for
                 self.blocks.clear()
-            done = self._table(block, resolve)
+            if len(self.rows) >= self.LIMIT:
+                self.rows.clear()
+            done = next(
+                (d for kind in self.KINDS if (d := self._rows(block, resolve, *kind)) is not None), None
+            )
             self.blocks[block] = done = clean_html(resolve(block)) if done is None else done
         return done
 
-    def _table(self, block: str, resolve: Callable[[str], str]) -> str | None:
-        head, opened, rest = block.partition("<tbody>")
-        body, closed, tail = rest.rpartition("</tbody>")
-        if not (opened and closed) or body.count("</tr>") < self.ROWS_FROM:
+    def _rows(
+        self, block: str, resolve: Callable[[str], str], tag: str, row_end: str, wrap: str
+    ) -> str | None:
+        close = tag.replace("<", "</")
+        head, opened, rest = block.partition(tag)
+        body, closed, tail = rest.rpartition(close)
+        if not (opened and closed) or body.count(row_end) < self.ROWS_FROM:
             return None
-        skeleton = clean_html(resolve(f"{head}<tbody></tbody>{tail}"))
-        if skeleton.count("<tbody></tbody>") != 1:
+        empty = tag + close
+        skeleton = clean_html(resolve(f"{head}{empty}{tail}"))
+        if skeleton.count(empty) != 1:
             return None
-        if len(self.rows) >= self.LIMIT:
-            self.rows.clear()
+        unwrap = "".join(f"</{name}>" for name in reversed(wrap[1:-1].split("><")))
         cleaned = []
-        for row in _rows(body):
-            done = self.rows.get(row)
+        for row in _cut(body, row_end):
+            done = self.rows.get((tag, row))
             if done is None:
-                out = clean_html(self.OPEN + resolve(row) + self.CLOSE)
-                if not (out.startswith(self.OPEN) and out.endswith(self.CLOSE)):
+                out = clean_html(wrap + resolve(row) + unwrap)
+                if not (out.startswith(wrap) and out.endswith(unwrap)):
                     return None
-                done = self.rows[row] = out[len(self.OPEN) : -len(self.CLOSE)]
+                done = self.rows[tag, row] = out[len(wrap) : -len(unwrap)]
             cleaned.append(done)
-        return skeleton.replace("<tbody></tbody>", "<tbody>" + "".join(cleaned) + "</tbody>", 1)
+        return skeleton.replace(empty, tag + "".join(cleaned) + close, 1)
 
 
-def _rows(body: str) -> list[str]:
-    """``body`` cut after each ``</tr>`` (the text between rows goes with the next one)."""
-    parts = body.split("</tr>")
-    return [part + "</tr>" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+def _cut(body: str, row_end: str) -> list[str]:
+    """``body`` cut after each ``row_end`` (the text between rows goes with the next one)."""
+    parts = body.split(row_end)
+    return [part + row_end for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
