@@ -291,3 +291,79 @@ def test_is_available_printed_below_torchs_warning() -> None:
         "False\n"
     )["facts"]
     assert facts["torch-build.cuda_available"] is False
+
+
+def test_a_driver_of_two_versions_indicts_the_broken_driver_not_an_old_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for line in (
+        "Failed to initialize NVML: Driver/library version mismatch\n",
+        "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 803: system has "
+        "unsupported display driver / cuda driver combination\n",
+    ):
+        data = env(line)
+        assert data["status"]["driver-runtime"] == "fail"
+        monkeypatch.delenv("KBGEN_BASE", raising=False)
+        result = invoke("--kb", str(REPO), "triage", "--json", "-", input=line)
+        assert result.exit_code == 0, result.output
+        top = json.loads(result.stdout)["matches"][0]
+        assert (top["error"], top["causes"][0]["cause"]) == (
+            "cuda-driver-too-old",
+            "driver-missing-or-broken",
+        )
+
+
+def test_msvc_refused_by_nvcc_and_cudnns_older_mismatch_wording() -> None:
+    msvc = (
+        "host_config.h(153): fatal error C1189: #error:  -- unsupported Microsoft Visual Studio version! "
+        "Only the versions between 2017 and 2022 (inclusive) are supported!\n"
+    )
+    assert env(msvc)["status"]["host-compiler"] == "fail"
+    cudnn = (
+        "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7600\n"
+    )
+    assert env(cudnn)["facts"]["torch-build.cudnn_mismatch"] is True
+
+
+def test_versions_as_scripts_and_banners_print_them() -> None:
+    facts = env(
+        "    torch.__version__  = 1.5.1\n"
+        "Python 3.8.12 | packaged by conda-forge | (default, Jan 30 2022, 23:42:07)\n"
+        "-     Driver Version: 570.144\n"
+    )["facts"]
+    assert (facts["torch-build.version"], facts["system.python"], facts["gpu.driver"]) == (
+        "1.5.1",
+        "3.8.12",
+        "570.144",
+    )
+    assert env("torch.__version__: '2.0.1+cu118'\n")["facts"]["torch-build.cuda"] == "11.8"
+    assert env("My driver version is 470.141.03 with CUDA 11.7.\n")["facts"]["gpu.driver"] == "470.141.03"
+    assert env("conda create -n env python=3.10.12\n")["facts"]["system.python"] == "3.10.12"
+
+
+def test_ultralytics_and_lightning_environment_lines() -> None:
+    facts = env(
+        "Ultralytics 8.3.95 \U0001f680 Python-3.10.12 torch-2.6.0+cu124 "
+        "CUDA:0 (NVIDIA GeForce RTX 5090, 32120MiB)\n"
+    )["facts"]
+    assert (facts["system.python"], facts["torch-build.version"]) == ("3.10.12", "2.6.0+cu124")
+    assert (facts["gpu.name"], facts["gpu.capability"]) == ("NVIDIA GeForce RTX 5090", "12.0")
+    facts = env(
+        "* CUDA:\n\t- GPU:\n\t\t- Quadro RTX 5000\n\t- available:         True\n\t- version:           11.7\n"
+        "* Lightning:\n\t- torch:             1.13.1\n"
+    )["facts"]
+    assert facts["gpu.name"] == "Quadro RTX 5000" and facts["torch-build.cuda_available"] is True
+    assert (facts["torch-build.cuda"], facts["torch-build.version"]) == ("11.7", "1.13.1")
+    # outside Lightning's CUDA block a "- version:" line is anything's version
+    assert "torch-build.cuda" not in env("* Packages:\n\t- numpy:\n\t- version:  1.24\n")["facts"]
+
+
+def test_gpus_and_distributions_named_in_prose() -> None:
+    facts = env(
+        "GPU: GTX 1080Ti and RT 2080Ti\nUbuntu version: 16.04.3 LTS (GNU/Linux 4.15.0-76-generic x86_64)\n"
+    )["facts"]
+    assert (facts["gpu.name"], facts["system.os"]) == ("GTX 1080Ti", "Ubuntu 16.04.3 LTS")
+    named = env("My device is Tesla V100-SXM2-32GB with CUDA=12.2.\n")["facts"]
+    assert (named["gpu.name"], named["gpu.capability"]) == ("Tesla V100-SXM2-32GB", "7.0")
+    said = env("now `torch.cuda.is_available()` is returning False\n")["facts"]
+    assert said["torch-build.cuda_available"] is False

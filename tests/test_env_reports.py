@@ -38,9 +38,9 @@ TUNE_FLOORS = {"facts": 0.993, "causes": 0.975, "controls": 1.0}
 #: (facts 157/179, causes 24/29, controls 17/17: its README has them with the misses); the misses
 #: were then read and fixed, so it is tuning data too and these floors are what the rules reach.
 HELDOUT2_FLOORS = {"facts": 178 / 179, "causes": 27 / 29, "controls": 1.0}
-#: the third held-out set, measured once after the tuning on the second (its README has the
-#: misses): the measured figures.
-HELDOUT3_FLOORS = {"facts": 95 / 109, "causes": 22 / 30, "controls": 1.0}
+#: the third held-out set, measured once after the tuning on the second (facts 95/109, causes
+#: 22/30, controls 11/11: its README has them with the misses); tuned on since, as the second.
+HELDOUT3_FLOORS = {"facts": 1.0, "causes": 29 / 30, "controls": 1.0}
 
 COLLECT_ENV = """\
 Collecting environment information...

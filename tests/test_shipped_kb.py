@@ -590,6 +590,12 @@ EXAMPLES: dict[str, list[str]] = {
         # https://github.com/colmap/colmap/issues/1765
         "/usr/local/cuda/include/crt/host_config.h:138:2: error: #error -- unsupported GNU version! "
         "gcc versions later than 8 are not supported!",
+        # https://github.com/pytorch/vision/issues/8492
+        "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.1\\include\\crt/host_config.h(153): "
+        "fatal error C1189: #error:  -- unsupported Microsoft Visual Studio version! Only the versions "
+        "between 2017 and 2022 (inclusive) are supported!",
+        # https://github.com/pytorch/pytorch/issues/40563
+        "    check_cuda_torch_binary_vs_bare_metal(torch.utils.cpp_extension.CUDA_HOME)",
         # https://github.com/qwopqwop200/GPTQ-for-LLaMa/issues/33
         "RuntimeError: The current installed version of g++ (12.2.1) is greater than the maximum required "
         "version by CUDA 11.7 (11.5.0). Please make sure to use an adequate version of g++ "

@@ -199,12 +199,18 @@ def _python(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("system.python", m.group(1), HIGH)
 
 
+@rule(r"^\s*Python (3\.\d+\.\d+)\s+(?:\||\(main|\(default|\(tags/)", "python")
+def _python_banner(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """The interpreter's first line (``Python 3.8.12 | packaged by conda-forge | (default, ...``)."""
+    f.put("system.python", m.group(1), MID)
+
+
 @rule(r"^\s*Python\s{2,}(\d+\.\d+\.\d+)", "detectron2")
 def _python_table(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("system.python", m.group(1), HIGH)
 
 
-@rule(r"(?:python=|python)(3\.\d+)\b", "prose")
+@rule(r"(?:python=|python)(3\.\d+(?:\.\d+)?)\b", "prose")
 def _python_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("system.python", m.group(1), LOW)
 
@@ -276,7 +282,7 @@ def _smi_row(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.name", gpu_name(m.group(1)), HIGH)
 
 
-@rule(r"^\s*Driver Version\s*:\s*([\d.]+)[\s,;]*$", "nvidia-smi -q")
+@rule(r"^\s*(?:[-*]\s*)?Driver Version\s*:\s*([\d.]+)[\s,;]*$", "nvidia-smi -q")
 def _smiq_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.driver", driver_version(m.group(1)), HIGH)
 

@@ -27,8 +27,8 @@ from kbgen.envreport.parse import HIGH, LOW, MID, Found, driver_version, gpu_nam
 @rule(
     r"\b((?:NVIDIA\s+)?(?:GeForce\s+)?(?:RTX|GTX|GT)\s?-?(?:PRO\s+)?\d{3,4}(?:\s?(?:Ti|SUPER))?"
     r"(?:\s+(?:Laptop GPU|Max-Q|Ada(?: Generation)?))?"
-    r"|(?:NVIDIA\s+)?(?:Tesla|Quadro)\s+(?:RTX\s+)?[A-Z]{0,3}\d{1,4}[A-Za-z]{0,2}"
-    r"|NVIDIA\s+(?:RTX\s+)?[ABHL]\d{1,4}[A-Za-z]{0,2})\b",
+    r"|(?:NVIDIA\s+)?(?:Tesla|Quadro)\s+(?:RTX\s+)?[A-Z]{0,3}\d{1,4}[A-Za-z]{0,2}(?:-(?:SXM|PCIE)\w*(?:-\d+GB)?)?"
+    r"|NVIDIA\s+(?:RTX\s+)?[ABHL]\d{1,4}[A-Za-z]{0,2}(?:-(?:SXM|PCIE)\w*(?:-\d+GB)?)?)\b",
     "prose",
 )
 def _gpu_named(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
@@ -83,6 +83,8 @@ def _conda_cpu_variant(m: re.Match[str], lines: list[str], i: int, f: Found) -> 
     f.put("torch-build.cpu_only", True, MID)
 
 
-@rule(r"CUDNN_STATUS_(?:SUBLIBRARY_)?VERSION_MISMATCH|cuDNN version incompatibility", "torch error")
+@rule(
+    r"CUDNN_STATUS_(?:SUBLIBRARY_)?VERSION_MISMATCH|cuDNN version (?:incompatibility|mismatch)", "torch error"
+)
 def _cudnn_mismatch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.cudnn_mismatch", True, HIGH)

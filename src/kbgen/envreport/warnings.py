@@ -67,6 +67,18 @@ def _no_driver(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.driver_missing", True, HIGH)
 
 
+@rule(
+    r"Failed to initialize NVML: Driver/library version mismatch|unsupported display driver / cuda driver"
+    r" combination|cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"
+    r"|kernel version [\d.]+ does not match DSO version",
+    "driver error",
+)
+def _driver_mismatch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """nvidia-smi or CUDA (error 803) finding the kernel module and the user-space driver from two
+    driver versions: an upgrade without a reboot, or a container's libcuda of another driver."""
+    f.put("gpu.driver_mismatch", True, HIGH)
+
+
 @rule(r"Torch not compiled with CUDA enabled", "torch error")
 def _not_compiled(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("torch-build.cpu_only", True, HIGH)
@@ -91,7 +103,8 @@ def _cuda_mismatch(m: re.Match[str], lines: list[str], i: int, f: Found) -> None
 
 
 @rule(
-    r"#error\s*--\s*unsupported (?:GNU|clang) version!|is greater than the maximum required version by CUDA",
+    r"#error:?\s*--\s*unsupported (?:GNU|clang|Microsoft Visual Studio) version!"
+    r"|is greater than the maximum required version by CUDA",
     "nvcc",
 )
 def _host_compiler(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
@@ -111,6 +124,40 @@ def _config_archs(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     archs = dict.fromkeys(re.findall(r"code=((?:sm|compute)_\d+a?)", m.group(1)))
     if archs:
         f.put("torch-build.arch_list", " ".join(archs), HIGH)
+
+
+@rule(r"torch\.__version__\)?\s*(?:={1,2}|:)\s*['\"]?" + VERSION, "python session")
+def _version_shown(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """``torch.__version__ = 1.5.1`` as a build script prints it, ``torch.__version__: '2.0.1+cu118'``."""
+    f.put("torch-build.version", m.group(1), MID)
+
+
+@rule(r"\bPython-(3\.\d+\.\d+) torch-" + VERSION + r" (?:CUDA:\d+ \((.+?), \d+MiB\)|CPU)", "ultralytics")
+def _ultralytics(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """Ultralytics' start line:
+    ``Python-3.10.12 torch-2.6.0+cu124 CUDA:0 (NVIDIA GeForce RTX 5090, 32120MiB)``."""
+    f.put("system.python", m.group(1), MID)
+    f.put("torch-build.version", m.group(2), MID)
+    f.put("gpu.name", gpu_name(m.group(3) or ""), MID)
+
+
+@rule(r"^\s*[-*]\s*(GPU|available|version|torch):\s*(\S.*?)?\s*$", "lightning")
+def _lightning(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """Lightning's environment script: ``* CUDA:`` then ``- GPU:`` (names below it), ``- available:``
+    and ``- version:`` (torch's CUDA); ``- torch:`` under ``* Lightning:`` or ``* Packages:``."""
+    above = [x.strip() for x in lines[max(0, i - 6) : i]]
+    key, value = m.group(1), m.group(2) or ""
+    if key == "torch" and re.fullmatch(VERSION, value):
+        f.put("torch-build.version", value, MID)
+    elif "* CUDA:" not in above:
+        return
+    elif key == "GPU" and not value and i + 1 < len(lines):
+        name = re.sub(r"^\s*-\s*", "", lines[i + 1])
+        f.put("gpu.name", gpu_name(name) if name.strip() != "None" else None, MID)
+    elif key == "available" and value in ("True", "False"):
+        f.put("torch-build.cuda_available", value == "True", MID)
+    elif key == "version" and re.fullmatch(r"\d+\.\d+", value):
+        f.put("torch-build.cuda", value, MID)
 
 
 # --------------------------------------------------------------------------- packages
@@ -179,14 +226,18 @@ def _print_cuda(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
         f.put("torch-build.cuda", major_minor(nxt), MID)
 
 
-@rule(r"^\s*(?:-\s*)?Driver\s*:\s*(\d{3}\.\d+(?:\.\d+)?)\s*$|Driver version (\d{3}\.\d+(?:\.\d+)?)", "prose")
+@rule(
+    r"^\s*(?:-\s*)?Driver\s*:\s*(\d{3}\.\d+(?:\.\d+)?)\s*$"
+    r"|Driver version (?:is |of )?(\d{3}\.\d+(?:\.\d+)?)",
+    "prose",
+)
 def _driver_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.driver", driver_version(m.group(1) or m.group(2)), MID)
 
 
 @rule(r"^\s*(?:-\s*)?GPU\s*:\s*(.+?)\s*(?:\(compute capability (\d+\.\d)\))?\s*$", "prose")
 def _gpu_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
-    f.put("gpu.name", gpu_name(m.group(1)), LOW)
+    f.put("gpu.name", gpu_name(re.split(r",|;| and |\s+/\s+", m.group(1))[0]), LOW)  # the first of several
     if m.group(2):
         f.put("gpu.capability", m.group(2), MID)
 
@@ -202,7 +253,8 @@ def _driver_cuda_prose(m: re.Match[str], lines: list[str], i: int, f: Found) -> 
 
 
 @rule(
-    r"is_available\(\)\S*\s*(?:(?:still|always|now|only|just|also)\s+)?(?:prints|returns|gives)\s*`?(True|False)`?",
+    r"is_available\(\)\S*\s*(?:(?:still|always|now|only|just|also)\s+)?"
+    r"(?:prints|returns|gives|returned|is returning|keeps returning)\s*`?(True|False)`?",
     "prose",
 )
 def _available_prints(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
@@ -256,3 +308,13 @@ def _form_bullet(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
 @rule(r"\bNVIDIA (\d{3}\.\d+\.\d+)\b", "prose")
 def _driver_named(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
     f.put("gpu.driver", m.group(1), LOW)
+
+
+@rule(
+    r"^\s*(?:-\s*)?(Ubuntu|Debian|CentOS|Fedora|Rocky|AlmaLinux|openSUSE)(?: version)?\s*:"
+    r"\s*(\d[\w.]*(?: LTS)?)",
+    "prose",
+)
+def _distro(m: re.Match[str], lines: list[str], i: int, f: Found) -> None:
+    """``Ubuntu version: 16.04.3 LTS (GNU/Linux 4.15.0-76-generic x86_64)``: the distribution named."""
+    f.put("system.os", f"{m.group(1)} {m.group(2)}", LOW)

@@ -214,6 +214,17 @@ def _driver(f: dict[str, Scalar]) -> Verdict:
                 "and the NVIDIA container toolkit)"
             ),
         )
+    if f.get("gpu.driver_mismatch") is True:
+        return Verdict(
+            check,
+            "fail",
+            NO_DRIVER,
+            (
+                "the loaded NVIDIA kernel module and the driver's user-space libraries are of two "
+                "versions (a driver updated without a reboot, or another driver's libcuda in a "
+                "container): reboot, or reinstall one driver so both match"
+            ),
+        )
     runtime = text_of(f.get("torch-build.cuda"))
     driver = text_of(f.get("gpu.driver_cuda"))
     told = f.get("torch-build.driver_too_old") is True
