@@ -273,3 +273,33 @@ def test_built_pages_make_the_same_site_without_the_plugin(project: Path, tmp_pa
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "plain-site/bugs/BUG-20251109-002/index.html").read_text(encoding="utf-8")
     assert "Illegal memory access in BCE loss" in page
+
+
+def test_search_indexes_the_same_with_the_big_tables_held_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin hands the search plugin each page without its lifted tables (they all sit where
+    search is told to skip) and puts them back after: the index and the pages are what they are
+    when the tables are in place all along."""
+    import json
+
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    from kbgen.site import rawhtml
+
+    monkeypatch.setenv("KBGEN_NOW", TODAY)
+    monkeypatch.setenv("NO_MKDOCS_2_WARNING", "1")
+
+    def built(project: Path) -> tuple[object, list[str]]:
+        monkeypatch.chdir(project)
+        build(load_config(config_file=str(project / "mkdocs.yml")))
+        pages = ["errors/cuda-illegal-memory-access", "causes/out-of-range-index", "bugs", "tags"]
+        index = json.loads((project / "site" / "search" / "search_index.json").read_text(encoding="utf-8"))
+        return index, [html_of(project, page) for page in pages]
+
+    held = built(make_site_project(tmp_path / "held"))
+    assert "<table>" in held[1][0] and "BUG-20251109-002" in held[1][0]  # the error page's bug table is back
+    monkeypatch.setattr(rawhtml.Lifted, "hold", rawhtml.Lifted.restore)  # the tables in place all along
+    monkeypatch.setattr(rawhtml.Lifted, "put_back", lambda self, page_html: page_html)
+    assert built(make_site_project(tmp_path / "in-place")) == held

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,19 @@ def folder_files(folder: Path) -> dict[str, bytes]:
                 raise KbgenError(f"{path}: {exc.message}") from None
             except OSError as exc:
                 raise KbgenError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return found
+
+
+def unpublishable_files(files: Iterable[Any], docs_dir: str, docs: Path) -> list[tuple[Any, str]]:
+    """The files of docs/ (mkdocs Files of the folder ``docs_dir``, resolved ``docs``) that must
+    not be published, with why (see :func:`unpublishable`): mkdocs follows links, so a build or
+    preview would publish what they point at. The theme's and generated files are not looked at."""
+    found = []
+    for file in files:
+        if file.src_dir == docs_dir:
+            why = unpublishable(Path(file.abs_src_path or ""), docs)
+            if why is not None:
+                found.append((file, why))
     return found
 
 

@@ -122,7 +122,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         assert self.project is not None
         generated = self._generate()
         docs = Path(config.docs_dir).resolve()
-        self._leave_out_unsafe(files, config.docs_dir, docs)
+        for file, why in output.unpublishable_files(files, config.docs_dir, docs):
+            log.warning(f"kbgen: {docs / file.src_uri} is left out of the site: {why}")
+            files.remove(file)
         self.read = set()
         if self.dirty:
             self.kept.start(config)
@@ -152,17 +154,6 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
         if link_files != self.link_files:
             self.links, self.link_files, self.cleaners = {}, link_files, {}
         return files
-
-    def _leave_out_unsafe(self, files: Files, docs_dir: str, docs: Path) -> None:
-        """Drop the files of docs/ that are links out of it, or not regular files (mkdocs follows
-        links): a build or preview would publish what they point at."""
-        for file in list(files):
-            if file.src_dir != docs_dir:
-                continue  # the theme's files, or generated ones
-            why = output.unpublishable(Path(file.abs_src_path or ""), docs)
-            if why is not None:
-                log.warning(f"kbgen: {docs / file.src_uri} is left out of the site: {why}")
-                files.remove(file)
 
     def _generate(self) -> list[pages.Page]:
         assert self.project is not None
@@ -313,18 +304,23 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
 
         if page.file.src_uri == TAGS:
             themeplugins.listing_anchors(page, self.tag_sections)
-        html, lifted = clean_html(html), self.lifted.pop(page.file.src_uri, None)
-        if lifted is not None:  # the blocks go back into the page cleaned (placeholders are text)
+        html, lifted = clean_html(html), self.lifted.get(page.file.src_uri)
+        if (
+            lifted is not None
+        ):  # the blocks go back cleaned after search reads the page (placeholders are text)
 
             def url_of(href: str) -> str | None:
                 target = files.get_file_from_path(rawhtml.target_uri(page.file.src_uri, href))
                 return None if target is None else target.url_relative_to(page.file)
 
             cleaner = self.cleaners.setdefault(page.file.src_uri, BlockCleaner())
-            html = lifted.restore(html, url_of, self.links.setdefault(page.file.src_uri, {}), cleaner)
+            html = lifted.hold(html, url_of, self.links.setdefault(page.file.src_uri, {}), cleaner)
         return html
 
+    @event_priority(-100)  # after the search plugin has read the page without its big blocks
     def on_page_context(self, context: Any, /, *, page: MkPage, config: MkDocsConfig, nav: Navigation) -> Any:
+        if (lifted := self.lifted.pop(page.file.src_uri, None)) is not None:
+            page.content = lifted.put_back(page.content or "")
         self.search.built.add(page.url)
         outside = page.file.inclusion == InclusionLevel.NOT_IN_NAV and page.parent is None
         if outside and page.file.generated_by == "kbgen":

@@ -38,6 +38,7 @@ class Lifted:
     def __init__(self, nonce: str) -> None:
         self.token = f"kbgenhtml{secrets.token_hex(8)}x"  # no text of a record can guess it
         self.blocks: list[str] = []
+        self.held: list[str] = []  # the blocks cleaned, while the page's HTML goes without them
         self.mark = f"<!-- kbgen:html {nonce} -->"
         self.end = f"<!-- /kbgen:html {nonce} -->"
 
@@ -81,6 +82,32 @@ class Lifted:
         for number, block in enumerate(self.blocks):
             placeholder = f"<p>{self.token}{number}</p>"
             page_html = page_html.replace(placeholder, clean(block, resolve) if clean else resolve(block), 1)
+        return page_html
+
+    def hold(
+        self,
+        page_html: str,
+        url_of: Callable[[str], str | None],
+        known: dict[str, str] | None,
+        clean: Callable[[str, Callable[[str], str]], str],
+    ) -> str:
+        """As :meth:`restore`, but each block (resolved and cleaned) is held back and a comment
+        left in its place, until :meth:`put_back`: in between, the search plugin reads a page
+        without them (every block sits where search is told to skip: a bug table's section, or
+        a page left out of search), rather than parsing megabytes only to drop them."""
+
+        def resolve(text: str) -> str:
+            return _resolve_links(text, url_of, known)
+
+        self.held = [clean(block, resolve) for block in self.blocks]
+        for number in range(len(self.blocks)):
+            page_html = page_html.replace(f"<p>{self.token}{number}</p>", f"<!--{self.token}{number}-->", 1)
+        return page_html
+
+    def put_back(self, page_html: str) -> str:
+        """``page_html`` with the blocks :meth:`hold` kept back in their places."""
+        for number, block in enumerate(self.held):
+            page_html = page_html.replace(f"<!--{self.token}{number}-->", block, 1)
         return page_html
 
 
