@@ -132,6 +132,49 @@ class PageCache:
     pages: dict[str, str] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    records: RecordPlan | None = None  # the record pages of the latest build
+
+
+#: past this many changed records a build plans every record page again (a new template or a
+#: day's change does anyway): the bookkeeping would cost more than it saves
+INCREMENTAL_LIMIT = 500
+
+
+@dataclass
+class RecordPlan:
+    """The record pages of one build: each page's key and the records it names, and for each
+    record the pages that name it. The next build plans again only the pages of the records
+    whose entry changed (a file read again, added or gone), of those that name them, and of
+    those they now name; the others keep their key."""
+
+    base: tuple[str, ...]  # what every record page depends on: templates, probes, date
+    entries: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kind, id) -> Entry
+    planned: dict[str, tuple[Page, str, frozenset[tuple[str, str]]]] = field(default_factory=dict)
+    dependents: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # -> page uris
+
+    def affected(self, site: SiteData, entries: dict[tuple[str, str], Any]) -> set[str] | None:
+        """The uris of the record pages to plan again (None: all of them)."""
+        changed = [k for k, entry in entries.items() if self.entries.get(k) is not entry]
+        changed += [k for k in self.entries if k not in entries]
+        if len(changed) > INCREMENTAL_LIMIT:
+            return None
+        found: set[str] = set()
+        for kind, record_id in changed:
+            found.add(page_uri(kind, record_id))
+            found.update(self.dependents.get((kind, record_id), ()))  # the pages that show it
+            entry = entries.get((kind, record_id))
+            if entry is not None:  # the records it names now list it among those naming them
+                found.update(page_uri(t, ref) for t, ref in _named(site, kind, entry.record))
+        return found
+
+    def keep(self, uri: str, planned: tuple[Page, str, frozenset[tuple[str, str]]]) -> None:
+        before = self.planned.get(uri)
+        if before is not None and before[2] is not planned[2]:
+            for name in before[2] - planned[2]:
+                self.dependents.get(name, set()).discard(uri)
+        for name in planned[2] if before is None or before[2] is not planned[2] else ():
+            self.dependents.setdefault(name, set()).add(uri)
+        self.planned[uri] = planned
 
 
 def _key(*parts: str) -> str:
@@ -149,8 +192,11 @@ INDEX_PAGES: list[tuple[str, Renderer]] = [
 ]
 
 
-def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], list[str]]]:
-    """Each page with its render function, arguments and the digests its content depends on."""
+def _plan(
+    site: SiteData, templates: str, cache: PageCache
+) -> Iterable[tuple[Page, Renderer, tuple[str, ...], str]]:
+    """Each page with its render function, arguments and key: the digest of the templates and
+    of everything its content depends on."""
     everything = [
         site.digest(name, rid) for name, kind in KINDS.items() for rid in sorted(site.kb.entries(kind))
     ]
@@ -158,15 +204,13 @@ def _plan(site: SiteData) -> Iterable[tuple[Page, Renderer, tuple[str, ...], lis
     # prose links each known bug id it mentions: a bug added or removed changes those links
     dated = [site.today.isoformat(), str(site.stale_days), _key(*sorted(site.bugs))]
     for uri, fn in INDEX_PAGES:  # lists and counts: they change with any record
-        yield Page(uri, ""), fn, (), [_key(*everything), probes, *dated]
-    for kind, fn in RECORD_PAGES.items():
-        for record_id, entry in site.kb.entries(KINDS[kind]).items():
-            deps = [site.digest(kind, record_id), probes, *dated, *_deps(site, kind, entry.record)]
-            yield _page(kind, record_id, site), fn, (record_id,), deps
+        yield Page(uri, ""), fn, (), _key(templates, uri, _key(*everything), probes, *dated)
+    yield from _record_pages(site, templates, (probes, *dated), cache)
     from kbgen.site.fleet import plan as fleet_plan
 
     for uri, title, fleet_fn, args, digest in fleet_plan(site):
-        yield Page(uri, "", None, "fleet", title), fleet_fn, args, [digest, _key(*everything), *dated]
+        key = _key(templates, uri, digest, _key(*everything), *dated)
+        yield Page(uri, "", None, "fleet", title), fleet_fn, args, key
 
 
 RECORD_PAGES: dict[str, Renderer] = {
@@ -177,19 +221,62 @@ RECORD_PAGES: dict[str, Renderer] = {
 }
 
 
-def _deps(site: SiteData, kind: str, record: Any) -> list[str]:
+def _record_pages(
+    site: SiteData, templates: str, base: tuple[str, ...], cache: PageCache
+) -> Iterable[tuple[Page, Renderer, tuple[str, ...], str]]:
+    """Each record page with its key, kept from the build before when nothing it names changed
+    (see :class:`RecordPlan`)."""
+    entries = {(name, rid): e for name, kind in KINDS.items() for rid, e in site.kb.entries(kind).items()}
+    before, full_base = cache.records, (templates, *base)
+    affected = before.affected(site, entries) if before is not None and before.base == full_base else None
+    plan = before if affected is not None and before is not None else RecordPlan(full_base)
+    plan.entries = entries
+    seen: set[str] = set()
+    for kind, fn in RECORD_PAGES.items():
+        for record_id, entry in site.kb.entries(KINDS[kind]).items():
+            uri = page_uri(kind, record_id)
+            seen.add(uri)
+            kept = plan.planned.get(uri) if affected is not None and uri not in affected else None
+            if kept is not None:
+                yield kept[0], fn, (record_id,), kept[1]
+                continue
+            deps, names = _deps(site, kind, entry.record)
+            page = _page(kind, record_id, site)
+            key = _key(templates, uri, site.digest(kind, record_id), *base, *deps)
+            plan.keep(uri, (page, key, frozenset(names)))
+            yield page, fn, (record_id,), key
+    for uri in [u for u in plan.planned if u not in seen]:
+        plan.keep(uri, (Page(uri, ""), "", frozenset()))
+        del plan.planned[uri]
+    cache.records = plan
+
+
+def _named(site: SiteData, kind: str, record: Any) -> Iterable[tuple[str, str]]:
+    """The records (of the kinds that have pages) that ``record`` names."""
+    return ((link.target, ref) for link, ref, _ in site.refs.of(kind, record) if link.target in KINDS)
+
+
+def _deps(site: SiteData, kind: str, record: Any) -> tuple[list[str], set[tuple[str, str]]]:
     """The digests of the records a record's page shows: those it links to, those that link to
-    it (both from :mod:`kbgen.links`), and the fixes of the causes it names."""
+    it (both from :mod:`kbgen.links`), and the fixes of the causes it names; and every record it
+    names so (whether loaded or not), by which a later build knows when to plan it again."""
     deps: list[str] = []
     causes: list[str] = []
+    names = {(kind, record.id)}
     for link, ref, _ in site.refs.of(kind, record):
         if link.target in KINDS:
             deps.append(site.digest(link.target, ref))
+            names.add((link.target, ref))
         if link.target == "cause":
             causes.append(ref)
-    deps += (site.digest(*other) for other in site.linking_to(kind, record.id))
+    backward = site.linking_to(kind, record.id)
+    deps += (site.digest(*other) for other in backward)
+    names.update(backward)
     deps += (site.digest("fix", f) for f in site.fixes_of(causes))
-    return deps
+    for cause_id in causes:
+        cause = site.causes.get(cause_id)
+        names.update(("fix", f) for f in (cause.fixes if cause is not None else ()))
+    return deps, names
 
 
 def _page(kind: str, record_id: str, site: SiteData) -> Page:
@@ -208,8 +295,7 @@ def generate(
     digest = templates_digest or templating.fingerprint(env)
     fresh: dict[str, str] = {}
     pages = []
-    for page, fn, args, deps in _plan(site):
-        key = _key(digest, page.uri, *deps)
+    for page, fn, args, key in _plan(site, digest, cache):
         text = cache.pages.get(key)
         if text is None:
             cache.misses += 1

@@ -97,6 +97,7 @@ class SearchEntries:
         self.entries: dict[str, list[Any]] = {}  # page url -> its search entries
         self.encoded: dict[str, str] = {}  # page url -> its entries as JSON, comma-separated
         self.trusted: bool | None = None  # whether the index made from self.encoded is the theme's
+        self.kept_urls: dict[str, None] = {}  # the urls self.entries was last trimmed to
 
     def keep_complete(self, config: MkDocsConfig) -> None:
         search = next((p for p in config.plugins.values() if hasattr(p, "search_index_prev")), None)
@@ -106,12 +107,15 @@ class SearchEntries:
         fresh: dict[str, list[Any]] = {url: [] for url in self.built}
         for entry in index.entries:  # type: ignore[union-attr]
             fresh.setdefault(str(entry.get("location", "")).split("#")[0], []).append(entry)
-        self.entries = {url: found for url, found in self.entries.items() if url in self.urls}
+        if self.urls.keys() != self.kept_urls.keys():  # a page added or gone: its entries too
+            self.entries = {url: found for url, found in self.entries.items() if url in self.urls}
+            self.encoded = {url: text for url, text in self.encoded.items() if url in self.urls}
+            self.kept_urls = self.urls
         self.entries.update(fresh)
-        self.encoded = {url: text for url, text in self.encoded.items() if url in self.urls}
         for url, found in fresh.items():
             self.encoded[url] = ",".join(_json(entry) for entry in found)
-        index.entries = [entry for url in self.urls for entry in self.entries.get(url, ())]  # type: ignore[union-attr]
+        if not self.trusted:  # the theme makes the index from its entries (once trusted, from ours)
+            index.entries = [entry for url in self.urls for entry in self.entries.get(url, ())]  # type: ignore[union-attr]
         search.search_index_prev = None  # its own merge would drop pages below a rebuilt index page
         self._write_from_kept(index)
 
@@ -148,6 +152,9 @@ class TagsExport:
     def __init__(self) -> None:
         self.trusted: bool | None = None
         self.made: dict[str, tuple[Path, str]] = {}  # plugin name -> (path, text), first build
+        #: id of a mapping -> (the mapping, its page's url and title, its JSON): a kept page keeps
+        #: its mapping object between builds, so its JSON is made once
+        self.encoded: dict[int, tuple[Any, str, str, str]] = {}
 
     def write(self, config: MkDocsConfig) -> None:
         """Before the tags plugins make their index: their export, made here when trusted."""
@@ -159,13 +166,27 @@ class TagsExport:
             if not (settings.enabled and settings.export):
                 continue
             path = Path(os.path.normpath(Path(config.site_dir, settings.export_file)))
-            text = json.dumps({"mappings": [to_json(mapping) for mapping in plugin.mappings]})
+            text = '{"mappings": [' + ", ".join(self._encoded(plugin.mappings, to_json)) + "]}"
             if self.trusted:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 replace_file(path, text.encode("utf-8"), new_file_mode(), durable=False)
                 settings.export = False  # this build's settings: written here instead
             else:
                 self.made[name] = (path, text)
+
+    def _encoded(self, mappings: Any, to_json: Any) -> list[str]:
+        """Each mapping as ``json.dumps`` writes it inside the list (the same text as the whole)."""
+        kept, made = self.encoded, []
+        fresh: dict[int, tuple[Any, str, str, str]] = {}
+        for mapping in mappings:
+            item = mapping.item
+            found = kept.get(id(mapping))
+            if found is None or found[0] is not mapping or found[1] != item.url or found[2] != item.title:
+                found = (mapping, item.url, item.title, json.dumps(to_json(mapping)))
+            fresh[id(mapping)] = found
+            made.append(found[3])
+        self.encoded = fresh
+        return made
 
     def check(self) -> None:
         """After the first build: trust what ``write`` made if the plugins wrote the same."""
