@@ -9,7 +9,7 @@ nothing (silent). Over the threads whose posted text shows the error line:
 - false: a top match that is not the label, or ``not-gpu`` for a thread that is a GPU failure;
 - silent: neither (no match, verdict ``unknown``).
 
-    python tests/breadth_measure.py heldout      # or tune, or all; --misses lists them
+    python tests/breadth_measure.py heldout      # or tune, fresh, all; --misses lists them
 """
 
 from __future__ import annotations
@@ -39,15 +39,25 @@ class Figures:
         return self.right / self.shown if self.shown else 0.0
 
 
+#: samplers whose whole sample was gathered after the tuning, to be measured once as it stands
+FRESH = ("c",)
+
+
 def entries(split: str) -> dict[str, dict[str, Any]]:
-    """``{file: entry}`` of the sample for ``split`` (``tune``, ``heldout`` or ``all``)."""
+    """``{file: entry}`` of the sample for ``split``: ``tune`` and ``heldout`` (samplers a and b,
+    split by split.json), ``fresh`` (the later samplers, whole), or ``all``."""
     taken: dict[str, dict[str, Any]] = {}
+    fresh: dict[str, dict[str, Any]] = {}
     for manifest in sorted(DATA.glob("manifest-*.json")):
-        taken.update(json.loads(manifest.read_text(encoding="utf-8"))["taken"])
-    splits = json.loads((DATA / "split.json").read_text(encoding="utf-8"))["heldout"]
-    held = set(splits)
+        sampler = manifest.stem.removeprefix("manifest-")
+        (fresh if sampler in FRESH else taken).update(
+            json.loads(manifest.read_text(encoding="utf-8"))["taken"]
+        )
+    if split == "fresh":
+        return fresh
     if split == "all":
-        return taken
+        return {**taken, **fresh}
+    held = set(json.loads((DATA / "split.json").read_text(encoding="utf-8"))["heldout"])
     return {k: v for k, v in taken.items() if (k in held) == (split == "heldout")}
 
 

@@ -103,6 +103,11 @@ class SiteData:
     backlinks: dict[tuple[str, str], list[tuple[Any, Link, Any]]] = field(default_factory=dict)
     #: the ids each record names (a running server keeps one between builds)
     refs: links.RefMemo = field(default_factory=links.RefMemo)
+    #: id of a record -> (the record, its tags' (anchor, name), its tags-page entry); a running
+    #: server keeps one between builds, as an unchanged file keeps its record
+    tag_memo: dict[int, tuple[Any, list[tuple[str, str]], tuple[str, tuple[str, str, str]]]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         # Plain dicts, made once: templates look records up thousands of times per build.
@@ -204,7 +209,7 @@ class SiteData:
         return bug.status not in CLOSED_STATUSES
 
     def open_count(self, bugs: list[Bug]) -> int:
-        return sum(1 for b in bugs if self.is_open(b))
+        return sum(1 for b in bugs if b.status not in CLOSED_STATUSES)  # is_open, for every bug
 
     def failed_findings(self, bug: Bug) -> list[Any]:
         return [f for f in bug.findings if f.status in FAILED]
@@ -334,17 +339,26 @@ class SiteData:
         label (a bug's is its id and title, the page title a bug page has)."""
         if self._tag_index is None:
             found: dict[str, TagSection] = {}
+            entries: dict[str, list[tuple[str, tuple[str, str, str]]]] = {}
+            kept, seen = self.tag_memo, {}
             for kind in (BUG, ERROR, CAUSE, FIX):
                 for record in self.kb.records(kind).values():
-                    for name in self.tags_of(record):
-                        section = found.setdefault(tag_anchor(name), TagSection(tag_anchor(name)))
+                    mine = kept.get(id(record))
+                    if mine is None or mine[0] is not record:
+                        label = f"{record.id}: {record.title}" if kind is BUG else record.title
+                        tags = [(tag_anchor(name), name) for name in self.tags_of(record)]
+                        mine = (record, tags, (label.casefold(), (label, kind.name, record.id)))
+                    seen[id(record)] = mine
+                    for anchor, name in mine[1]:
+                        section = found.get(anchor) or found.setdefault(anchor, TagSection(anchor))
                         if name not in section.names:
                             section.names.append(name)
-                        label = f"{record.id}: {record.title}" if kind is BUG else record.title
-                        section.records.append((label, kind.name, record.id))
-            for section in found.values():
+                        entries.setdefault(anchor, []).append(mine[2])
+            kept.clear()
+            kept.update(seen)
+            for anchor, section in found.items():
                 section.names.sort()
-                section.records.sort(key=lambda r: (r[0].casefold(), r))
+                section.records = [entry for _, entry in sorted(entries[anchor])]  # by label, any case
             self._tag_index = [found[anchor] for anchor in sorted(found)]
         return self._tag_index
 

@@ -85,6 +85,7 @@ class EntryCache:
         self.entries: dict[tuple[str, Path], tuple[tuple[int, ...], Entry[Any]]] = {}
         self.checks: CheckMemo | None = None  # what the checks found in those entries
         self.refs = RefMemo()  # the ids their records name
+        self.tags: dict[int, Any] = {}  # their tags (SiteData.tag_memo)
 
     def read(self, path: Path, kind: RecordKind[R], project: Project) -> Entry[R]:
         try:
@@ -116,7 +117,14 @@ def load_site(
     if errors:
         raise EntryError(errors, hint="`kbgen validate` lists the same problems")
     memo = cache.refs if cache is not None else RefMemo()
-    site = SiteData(kb, today, probe_catalogue(project, scanned[0]), stale_days, refs=memo)
+    site = SiteData(
+        kb,
+        today,
+        probe_catalogue(project, scanned[0]),
+        stale_days,
+        refs=memo,
+        tag_memo=cache.tags if cache else {},
+    )
     return site, [p for p in problems if p.severity != "error"]
 
 

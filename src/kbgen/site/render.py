@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,7 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
     """The dashboard: open bugs by status and severity, recent bugs, busy error types, stale fixes."""
     bugs = sorted(site.bugs.values(), key=lambda b: (b.updated, b.id), reverse=True)
     busiest = sorted(site.bugs_by_error.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-    failing = [b for b in bugs if site.failed_findings(b)]
+    failing = list(itertools.islice((b for b in bugs if site.failed_findings(b)), recent))
     stale = sorted(
         (f for f in site.fixes.values() if site.is_stale(f)),
         key=lambda f: (f.last_verified or dt.date.min, f.id),
@@ -162,7 +163,7 @@ def render_home(env: jinja2.Environment, site: SiteData, recent: int = 10) -> st
         urgent=[b for b in open_bugs if b.severity in _URGENT],
         recent=bugs[:recent],
         busiest=busiest[:recent],
-        failing=failing[:recent],
+        failing=failing,
         stale=stale,
         unverified=[f for f in site.fixes.values() if f.last_verified is None],
         open_bugs=open_bugs,
