@@ -103,24 +103,28 @@ class BlockCleaner:
 
     ROWS_FROM = 64  # a smaller table or list is cleaned whole
     LIMIT = 100_000  # rows kept; past it the memo starts over
+    HELD = 16_000_000  # characters of whole blocks kept; past it they are dropped
     #: the containers worked on row by row: (opening tag, row's end tag, what a row is cleaned in)
     KINDS = (("<tbody>", "</tr>", "<table><tbody>"), ("<ul>", "</li>", "<ul>"))
 
     def __init__(self) -> None:
         self.blocks: dict[str, str] = {}
+        self.held = 0  # characters in self.blocks
         self.rows: dict[tuple[str, str], str] = {}
 
     def __call__(self, block: str, resolve: Callable[[str], str] = str) -> str:
         done = self.blocks.get(block)
         if done is None:
-            if len(self.blocks) >= 16:  # blocks are big; the latest versions are the ones asked for
+            if self.held > self.HELD:  # a big table's every version is megabytes: start over
                 self.blocks.clear()
+                self.held = 0
             if len(self.rows) >= self.LIMIT:
                 self.rows.clear()
             done = next(
                 (d for kind in self.KINDS if (d := self._rows(block, resolve, *kind)) is not None), None
             )
             self.blocks[block] = done = clean_html(resolve(block)) if done is None else done
+            self.held += len(block) + len(done)
         return done
 
     def _rows(
