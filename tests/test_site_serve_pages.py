@@ -9,6 +9,7 @@ every file of the two after each edit.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import os
 import subprocess
@@ -177,3 +178,38 @@ def test_hand_written_pages_templates_and_mkdocs_yml(served: Served, tmp_path: P
     edit(project / "mkdocs.yml", "site_name: GPU failure KB", "site_name: Our GPU failures")
     served.rebuild()
     assert_same_site(served, tmp_path, "an edited mkdocs.yml")
+
+
+def test_a_rebuild_looks_only_at_the_files_the_watcher_named(tmp_path: Path) -> None:
+    """Under the system's watcher a rebuild reads again what an event named, and nothing else
+    until a sweep: after a folder event, and every SWEEP_EVERY builds."""
+    from types import SimpleNamespace
+
+    from kbgen.site import pages
+    from kbgen.site.serving import ChangeLog
+    from kbgen.store import Project
+
+    project = make_site_project(tmp_path / "project")
+    cache = pages.EntryCache()
+    cache.changes = ChangeLog(project / "kb")
+    today = dt.date(2025, 11, 21)
+
+    def titles() -> dict[str, str]:
+        site, _ = pages.load_site(Project(project), today=today, cache=cache)
+        return {bug_id: bug.title for bug_id, bug in site.bugs.items()}
+
+    def event(path: Path, kind: str = "modified", folder: bool = False) -> SimpleNamespace:
+        return SimpleNamespace(event_type=kind, is_directory=folder, src_path=str(path), dest_path="")
+
+    first = titles()  # the first build looks at everything
+    bug = project / "kb" / "bugs" / "BUG-20251020-001.md"
+    other = project / "kb" / "bugs" / "BUG-20251109-002.md"
+    for path, old in ((bug, first["BUG-20251020-001"]), (other, first["BUG-20251109-002"])):
+        path.write_text(path.read_text().replace(f"title: {old}", f"title: {old} (edited)", 1))
+    cache.changes.record(event(bug))
+    cache.changes.record(event(bug, "opened"))  # a read is no change
+    seen = titles()
+    assert seen["BUG-20251020-001"].endswith("(edited)")  # named by an event: read again
+    assert seen["BUG-20251109-002"] == first["BUG-20251109-002"]  # no event yet: not looked at
+    cache.changes.record(event(project / "kb" / "bugs", "moved", folder=True))
+    assert titles()["BUG-20251109-002"].endswith("(edited)")  # a folder event: everything again

@@ -86,8 +86,13 @@ class EntryCache:
         self.checks: CheckMemo | None = None  # what the checks found in those entries
         self.refs = RefMemo()  # the ids their records name
         self.tags: dict[int, Any] = {}  # their tags (SiteData.tag_memo)
+        self.changes: Any = None  # while serving: what the file watcher reported (serving.ChangeLog)
 
     def read(self, path: Path, kind: RecordKind[R], project: Project) -> Entry[R]:
+        if self.changes is not None and self.changes.unchanged(path):
+            known = self.entries.get((kind.name, path))
+            if known is not None:
+                return known[1]
         try:
             st = path.stat()
             stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
@@ -108,6 +113,8 @@ def load_site(
     from kbgen.probes.discovery import scan
     from kbgen.validate import CheckMemo, validate_kb
 
+    if cache is not None and cache.changes is not None:
+        cache.changes.begin()
     kb = load_kb(project, cache.read if cache is not None else None)
     scanned = scan(project)  # the probe files, read once: for the checks and for the catalogue
     if cache is not None and cache.checks is None:

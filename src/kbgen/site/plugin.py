@@ -362,6 +362,9 @@ class KbgenPlugin(BasePlugin[KbgenConfig]):
             # a save reaches kbgen as a burst of events within milliseconds: a short wait for
             # the burst to end is enough (mkdocs waits 0.1 s, made for its polling)
             server.build_delay = min(server.build_delay, 0.02)
+            changes = serving.ChangeLog(self.project.kb)
+            if self.entries is not None and changes.watch(server):  # a rebuild looks at what changed
+                self.entries.changes = changes
         else:
             log.info("watching for changes by polling every half second")
         self.collector.start()  # called once, after the first build

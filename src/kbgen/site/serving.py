@@ -232,3 +232,78 @@ class Collector:
             gc.set_threshold(*self.thresholds)
             gc.unfreeze()
             self.thresholds = None
+
+
+class ChangeLog:
+    """The files under ``kb/`` that the operating system said changed since the last build, so
+    that a rebuild looks (``stat``) only at those: on a KB of 10,000 files the sweep over all of
+    them was a tenth of every rebuild.
+
+    Only with the system's watcher (not polling); every ``SWEEP_EVERY`` builds, and after an event
+    on a folder (one created, moved or deleted), every file is looked at again. An event that
+    comes in while a build runs asks for one more build, so that no save is left unread when it
+    was reported after the build took its list (the server's own watcher asks at the same time,
+    so one save is still one build)."""
+
+    SWEEP_EVERY = 50
+
+    def __init__(self, root: Path) -> None:
+        self.folder = str(root)
+        self.root = self.folder.rstrip(os.sep) + os.sep
+        self.lock = threading.Lock()
+        self.changed: set[str] = set()
+        self.sweep = True  # the first build after the watcher starts looks at everything
+        self.builds = 0
+        self.now: set[str] | None = None  # this build's list; None: look at every file
+
+    #: the events that are changes (as the server's own watcher takes them): not a file opened
+    #: or closed, which every build does to them all
+    CHANGES = ("created", "deleted", "modified", "moved")
+
+    def record(self, event: Any) -> bool:
+        """Note a change; True when this build may have missed it (its list was taken before)."""
+        if event.event_type not in self.CHANGES:
+            return False
+        paths = [os.fsdecode(p) for p in (event.src_path, getattr(event, "dest_path", "")) if p]
+        with self.lock:
+            if event.is_directory and event.event_type != "modified":
+                self.sweep = True
+            self.changed.update(paths)
+        now = self.now
+        return now is not None and not all(p in now for p in paths)
+
+    def begin(self) -> None:
+        """At the start of a build: take the list of what changed since the last one."""
+        with self.lock:
+            changed, sweep = self.changed, self.sweep
+            self.changed, self.sweep = set(), False
+        self.builds += 1
+        self.now = None if sweep or self.builds % self.SWEEP_EVERY == 0 else changed
+
+    def unchanged(self, path: Path) -> bool:
+        """Whether ``path`` is a file under ``kb/`` that no event named since the last build."""
+        now = self.now
+        if now is None:
+            return False
+        text = str(path)
+        return text.startswith(self.root) and text not in now
+
+    def watch(self, server: Any) -> bool:
+        """Hear of changes from the live-reload ``server``'s own observer; False where it has
+        none this way (then every file is looked at, as without this)."""
+        from watchdog.events import FileSystemEventHandler
+
+        observer, cond = getattr(server, "observer", None), getattr(server, "_rebuild_cond", None)
+        if observer is None or cond is None or not hasattr(server, "_want_rebuild"):
+            return False
+        handler = FileSystemEventHandler()
+
+        def heard(event: Any) -> None:
+            if self.record(event):  # the build this save started may have taken its list already
+                with cond:
+                    server._want_rebuild = True
+                    cond.notify_all()
+
+        handler.on_any_event = heard  # type: ignore[method-assign]
+        type(observer).schedule(observer, handler, self.folder, recursive=True)
+        return True
