@@ -239,8 +239,9 @@ class ChangeLog:
     that a rebuild looks (``stat``) only at those: on a KB of 10,000 files the sweep over all of
     them was a tenth of every rebuild.
 
-    Only with the system's watcher (not polling); every ``SWEEP_EVERY`` builds, and after an event
-    on a folder (one created, moved or deleted), every file is looked at again. An event that
+    Only with the system's watcher (not polling); every ``SWEEP_EVERY`` builds, and after any event
+    on a folder (a file added or removed in it, the folder moved, or several changes reported as
+    one), every file is looked at again. An event that
     comes in while a build runs asks for one more build, so that no save is left unread when it
     was reported after the build took its list (the server's own watcher asks at the same time,
     so one save is still one build)."""
@@ -266,7 +267,7 @@ class ChangeLog:
             return False
         paths = [os.fsdecode(p) for p in (event.src_path, getattr(event, "dest_path", "")) if p]
         with self.lock:
-            if event.is_directory and event.event_type != "modified":
+            if event.is_directory:  # a folder's own event (macOS may fold its files' into one)
                 self.sweep = True
             self.changed.update(paths)
         now = self.now
