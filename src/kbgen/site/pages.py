@@ -184,10 +184,9 @@ class RecordPlan:
 
     def keep(self, uri: str, planned: tuple[Page, str, frozenset[tuple[str, str]]]) -> None:
         before = self.planned.get(uri)
-        if before is not None and before[2] is not planned[2]:
-            for name in before[2] - planned[2]:
-                self.dependents.get(name, set()).discard(uri)
-        for name in planned[2] if before is None or before[2] is not planned[2] else ():
+        for name in before[2] - planned[2] if before is not None else ():
+            self.dependents.get(name, set()).discard(uri)
+        for name in planned[2]:
             self.dependents.setdefault(name, set()).add(uri)
         self.planned[uri] = planned
 

@@ -63,27 +63,6 @@ class Lifted:
                 start = _line(markdown, self.mark, inside)
         return "".join([*parts, markdown[done:]]) if parts else markdown
 
-    def restore(
-        self,
-        page_html: str,
-        url_of: Callable[[str], str | None],
-        known: dict[str, str] | None = None,
-        clean: Callable[[str, Callable[[str], str]], str] | None = None,
-    ) -> str:
-        """``page_html`` with each placeholder replaced by its block, links resolved by ``url_of``;
-        ``clean(block, resolve)`` (the sanitizer) resolves and cleans each block when given.
-
-        ``known``: links of this page resolved before (``href="..."`` as written -> as resolved),
-        looked up first and added to; its keeper clears it when the site's files change."""
-
-        def resolve(text: str) -> str:
-            return _resolve_links(text, url_of, known)
-
-        for number, block in enumerate(self.blocks):
-            placeholder = f"<p>{self.token}{number}</p>"
-            page_html = page_html.replace(placeholder, clean(block, resolve) if clean else resolve(block), 1)
-        return page_html
-
     def hold(
         self,
         page_html: str,
@@ -91,10 +70,14 @@ class Lifted:
         known: dict[str, str] | None,
         clean: Callable[[str, Callable[[str], str]], str],
     ) -> str:
-        """As :meth:`restore`, but each block (resolved and cleaned) is held back and a comment
-        left in its place, until :meth:`put_back`: in between, the search plugin reads a page
-        without them (every block sits where search is told to skip: a bug table's section, or
-        a page left out of search), rather than parsing megabytes only to drop them."""
+        """``page_html`` with each placeholder replaced by a comment, its block (links resolved
+        by ``url_of``, then ``clean(block, resolve)``: the sanitizer) held back until
+        :meth:`put_back`. In between, the search plugin reads a page without them (every block
+        sits where search is told to skip: a bug table's section, or a page left out of search),
+        rather than parsing megabytes only to drop them.
+
+        ``known``: links of this page resolved before (``href="..."`` as written -> as resolved),
+        looked up first and added to; its keeper clears it when the site's files change."""
 
         def resolve(text: str) -> str:
             return _resolve_links(text, url_of, known)
