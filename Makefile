@@ -33,7 +33,7 @@ INSTALL_DEV  = $(PIP) --upgrade --upgrade-strategy eager -e '.[test,ray]' '$(TOR
 INSTALL_SELF = true
 endif
 
-.PHONY: serve test test-latest test-under-load lint typecheck unit validate site-check bench lock clean help
+.PHONY: serve test test-latest test-under-load lint typecheck unit validate site-check bench lock clean help zensical
 
 help:
 	@echo "make serve            set up .venv and serve the KB site on http://$(HOST) (live reload)"
@@ -41,6 +41,7 @@ help:
 	@echo "make test-latest      the same with the newest allowed versions, no lock (.venv-latest)"
 	@echo "make test-under-load  the tests while two CPU hogs keep the cores busy"
 	@echo "make lock             refresh requirements/*.lock (newest versions the ranges allow)"
+	@echo "make zensical         set up .zvenv with Zensical from its lock (see the README)"
 	@echo "make bench            run the benchmarks in benchmarks/ (prints figures and ratios)"
 
 $(BIN)/python:
@@ -100,9 +101,21 @@ lock:
 	  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
 	  --constraint requirements/test.lock --output-file requirements/serve.lock \
 	  pyproject.toml requirements/build.in
+	CUSTOM_COMPILE_COMMAND="make lock" .venv-lock/bin/pip-compile --quiet \
+	  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --output-file requirements/zensical.lock requirements/zensical.in
+
+# Zensical in a venv of its own (its pins apart from kbgen's), from its lock with hashes.
+ZVENV := .zvenv
+zensical: $(ZVENV)/.kbgen-zensical
+$(ZVENV)/.kbgen-zensical: requirements/zensical.lock
+	test -x $(ZVENV)/bin/python || $(PYTHON) -m venv $(ZVENV)
+	$(ZVENV)/bin/python -m pip install --quiet '$(PIP_PIN)'
+	$(ZVENV)/bin/python -m pip install --quiet --require-hashes -r requirements/zensical.lock
+	@touch $@
 
 bench: $(DEV)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .venv-latest .venv-lock build site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-latest .venv-lock $(ZVENV) build site .pytest_cache .mypy_cache .ruff_cache

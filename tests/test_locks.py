@@ -56,7 +56,12 @@ def test_serve_and_test_pin_the_same_versions() -> None:
 
 
 @pytest.mark.parametrize(
-    ("lock", "sources"), [("serve.lock", ("build.in",)), ("test.lock", ("build.in", "test.in"))]
+    ("lock", "sources"),
+    [
+        ("serve.lock", ("build.in",)),
+        ("test.lock", ("build.in", "test.in")),
+        ("zensical.lock", ("zensical.in",)),
+    ],
 )
 def test_the_build_backend_and_test_tools_are_pinned_too(lock: str, sources: tuple[str, ...]) -> None:
     """What the lock installs beside kbgen's own requirements (the build backend its editable
@@ -76,3 +81,13 @@ def test_the_build_backend_and_test_tools_are_pinned_too(lock: str, sources: tup
         or not r.specifier.contains(pins[canonicalize_name(r.name)], prereleases=True)
     ]
     assert problems == [], f"run `make lock`: {lock} lacks or mispins {problems}"
+
+
+def test_every_lock_pins_each_package_with_a_hash() -> None:
+    """`--require-hashes` refuses a lock line without one; so does this, before an install does."""
+    for lock in sorted((REPO / "requirements").glob("*.lock")):
+        lines = lock.read_text(encoding="utf-8").splitlines()
+        pinned = [i for i, line in enumerate(lines) if "==" in line and not line.startswith((" ", "#"))]
+        assert pinned, lock.name
+        unhashed = [lines[i] for i in pinned if i + 1 >= len(lines) or "--hash=sha256:" not in lines[i + 1]]
+        assert unhashed == [], f"{lock.name}: {unhashed}"
